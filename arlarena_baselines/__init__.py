@@ -1,0 +1,1 @@
+"""ARLArena baselines: the algorithm zoo, rollouts, trainers, evaluation and the CLI."""

@@ -1,0 +1,39 @@
+"""The ``arlarena`` command line: one sub-command per module of this package.
+
+Each module here defines ``register(subparsers)``, which adds its sub-command and sets
+``func`` (called with the parsed ``argparse.Namespace``, returning an exit code). Modules are
+discovered, so adding a command means adding a module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``arlarena`` parser with every sub-command module of this package registered."""
+    parser = argparse.ArgumentParser(
+        prog="arlarena", description="ARLArena: stable agentic RL for LLMs."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module.name.startswith("_") or module.name == "__main__":
+            continue
+        importlib.import_module(f"{__name__}.{module.name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``arlarena`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted; results written so far are kept", file=sys.stderr)
+        return 130

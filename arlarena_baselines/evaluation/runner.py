@@ -1,0 +1,197 @@
+"""Drives episodes of an env with an agent through the wrapper stack, batched across episodes.
+
+:func:`evaluate` runs ``episodes`` tasks × ``samples`` rollouts (all rollouts of a task on the
+same env seed), asks the agent for every live episode's response in one batch per turn, and
+writes each turn and each finished episode to JSONL as it goes (see :mod:`.results`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from tqdm.auto import tqdm
+
+import arlarena_envs
+from arlarena_baselines.evaluation.results import ResultsWriter, prepare_resume
+from wrappers.agents.base import Agent, AgentRequest
+from wrappers.prompt import PromptWrapper
+
+__all__ = ["EvalConfig", "Episode", "episode_id", "evaluate", "make_env"]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to evaluate on.
+
+    Attributes:
+        env: CLI name (``sokoban``) or full gymnasium id.
+        episodes: number of tasks; task ``i`` uses env seed ``seed + i``.
+        samples: rollouts per task (pass@k needs ``samples >= k``).
+        seed: first env seed.
+        history_length: (observation, action) pairs shown in the prompt.
+        format_penalty: reward lost by a response that fails the strict format check.
+        batch_size: episodes in flight at once (one agent call per turn covers them all).
+        env_kwargs: keyword arguments for ``gymnasium.make``.
+        reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "eval"}``).
+    """
+
+    env: str = "sokoban"
+    episodes: int = 50
+    samples: int = 1
+    seed: int = 0
+    history_length: int = 2
+    format_penalty: float = 0.1
+    batch_size: int = 16
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    reset_options: dict[str, Any] = field(default_factory=dict)
+
+
+def make_env(config: EvalConfig) -> gym.Env:
+    """``gymnasium.make`` + ``PromptWrapper``: the stack every agent sees."""
+    env = gym.make(arlarena_envs.resolve_env_id(config.env), **config.env_kwargs)
+    return PromptWrapper(env, config.history_length, config.format_penalty)
+
+
+def episode_id(seed: int, sample: int) -> str:
+    """Stable id of the ``sample``-th rollout on env seed ``seed`` (what resume matches on)."""
+    return f"seed={seed}/sample={sample}"
+
+
+@dataclass
+class Episode:
+    """One live episode: its env, latest prompt/info and running totals."""
+
+    env: gym.Env
+    seed: int
+    sample: int
+    prompt: str
+    info: dict[str, Any]
+    task: str
+    turns: int = 0
+    valid_turns: int = 0
+    total_reward: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return episode_id(self.seed, self.sample)
+
+
+def _todo(config: EvalConfig, done: set[str]) -> Iterator[tuple[int, int]]:
+    for i in range(config.episodes):
+        for k in range(config.samples):
+            if episode_id(config.seed + i, k) not in done:
+                yield config.seed + i, k
+
+
+def evaluate(
+    config: EvalConfig,
+    agent: Agent,
+    results_path: str | Path,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run the evaluation; return the episode records written by this call.
+
+    With ``resume``, episodes already finished in ``results_path`` are skipped and the turns of
+    an interrupted episode are discarded first. Without it, an existing file is an error (so a
+    run never silently mixes with an old one). Agent errors propagate after everything finished
+    so far has been written.
+    """
+    results_path = Path(results_path)
+    if results_path.exists() and not resume:
+        raise FileExistsError(f"{results_path} exists: pass resume=True (--resume) to continue it")
+    done = prepare_resume(results_path) if resume else set()
+    todo = _todo(config, done)
+    total = config.episodes * config.samples
+    env_name = arlarena_envs.resolve_env_id(config.env)
+    finished: list[dict[str, Any]] = []
+    free_envs: list[gym.Env] = []
+    live: list[Episode] = []
+    bar = tqdm(total=total, initial=len(done), desc=f"{agent.name} on {env_name}",
+               unit="ep", disable=not progress)
+    try:
+        with ResultsWriter(results_path) as writer:
+            while True:
+                while len(live) < config.batch_size:
+                    nxt = next(todo, None)
+                    if nxt is None:
+                        break
+                    env = free_envs.pop() if free_envs else make_env(config)
+                    prompt, info = env.reset(seed=nxt[0], options=config.reset_options or None)
+                    live.append(Episode(env, nxt[0], nxt[1], prompt, info, info.get("task", "")))
+                if not live:
+                    break
+                responses = agent.act([AgentRequest(e.prompt, e.info, e.env) for e in live])
+                still: list[Episode] = []
+                for episode, response in zip(live, responses, strict=True):
+                    ended = _step(episode, response, writer, agent.name, env_name)
+                    if ended is None:
+                        still.append(episode)
+                        continue
+                    finished.append(ended)
+                    free_envs.append(episode.env)
+                    bar.update()
+                live = still
+    finally:
+        bar.close()
+        for env in free_envs + [e.env for e in live]:
+            env.close()
+    return finished
+
+
+def _step(
+    episode: Episode, response: str, writer: ResultsWriter, agent: str, env: str
+) -> dict[str, Any] | None:
+    """Apply one response; write the turn; return the episode record if it ended."""
+    prompt, anchor = episode.prompt, episode.info.get("anchor", "")
+    obs, reward, terminated, truncated, info = episode.env.step(response)
+    episode.turns += 1
+    episode.valid_turns += bool(info.get("format_ok"))
+    episode.total_reward += reward
+    writer.write({
+        "type": "turn",
+        "episode_id": episode.id,
+        "agent": agent,
+        "env": env,
+        "seed": episode.seed,
+        "sample": episode.sample,
+        "step": episode.turns - 1,
+        "prompt": prompt,
+        "response": response,
+        "parsed_action": info.get("parsed_action"),
+        "format_ok": info.get("format_ok"),
+        "format_error": info.get("format_error"),
+        "action_is_valid": info.get("action_is_valid"),
+        "reward": reward,
+        "env_reward": info.get("env_reward", reward),
+        "anchor": anchor,
+        "won": info.get("won", False),
+        "terminated": terminated,
+        "truncated": truncated,
+    })
+    episode.prompt, episode.info = obs, info
+    if not (terminated or truncated):
+        return None
+    record = {
+        "type": "episode",
+        "episode_id": episode.id,
+        "agent": agent,
+        "env": env,
+        "seed": episode.seed,
+        "sample": episode.sample,
+        "task": episode.task,
+        "task_type": info.get("task_type"),
+        "dataset": info.get("dataset"),
+        "won": bool(info.get("won", False)),
+        "score": float(info.get("score", float(bool(info.get("won", False))))),
+        "return": episode.total_reward,
+        "turns": episode.turns,
+        "valid_turns": episode.valid_turns,
+    }
+    writer.write(record)
+    return record

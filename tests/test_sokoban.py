@@ -1,0 +1,212 @@
+"""Sokoban: levels, rules, rewards, determinism, the expert and hostile input."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import arlarena_envs
+from arlarena_envs.sokoban.env import SokobanEnv
+from arlarena_envs.sokoban.levels import Level
+from arlarena_envs.sokoban.solver import solve
+
+SOKOBAN_IDS = [i for i in arlarena_envs.ENV_SPECS if i.startswith("ARLArena/Sokoban")]
+
+
+def _level(rows: list[str]) -> Level:
+    walls = np.array([[ch == "#" for ch in row] for row in rows])
+    cells = lambda chars: tuple(  # noqa: E731
+        (r, c) for r, row in enumerate(rows) for c, ch in enumerate(row) if ch in chars
+    )
+    (player,) = cells("PS")
+    return Level(walls, cells("O√S"), cells("X√"), player)
+
+
+def _env_with(rows: list[str]) -> SokobanEnv:
+    env = SokobanEnv()
+    env.reset(seed=0)
+    level = _level(rows)
+    env._level, env._player, env._boxes = level, level.player, frozenset(level.boxes)
+    return env
+
+
+def _expert_episode(env: gym.Env, seed: int) -> tuple[list[str], list[float], dict]:
+    obs, info = env.reset(seed=seed)
+    observations, rewards = [obs], []
+    while True:
+        obs, reward, terminated, truncated, info = env.step(env.unwrapped.expert_action())
+        observations.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            return observations, rewards, info
+
+
+@pytest.mark.parametrize("env_id", SOKOBAN_IDS)
+def test_check_env_passes(env_id):
+    check_env(gym.make(env_id).unwrapped, skip_render_check=False)
+
+
+@pytest.mark.parametrize("env_id", SOKOBAN_IDS)
+def test_expert_solves_200_seeded_levels(env_id):
+    env = gym.make(env_id)
+    limit = env.spec.max_episode_steps
+    for seed in range(200):
+        _, rewards, info = _expert_episode(env, seed)
+        assert info["won"], f"{env_id} seed {seed} not solved"
+        assert len(rewards) <= limit
+        assert rewards[-1] > 9.0  # the +10 for solving arrives on the last move
+
+
+@pytest.mark.parametrize("env_id", SOKOBAN_IDS)
+def test_same_seed_same_level_and_rollout_other_seed_other_level(env_id):
+    first = _expert_episode(gym.make(env_id), 7)
+    second = _expert_episode(gym.make(env_id), 7)
+    assert first == second
+    starts = {gym.make(env_id).reset(seed=s)[0] for s in range(20)}
+    assert len(starts) >= 15
+
+
+def test_reset_without_seed_continues_the_rng_stream():
+    env = gym.make("ARLArena/Sokoban-v0")
+    a = [env.reset(seed=3)[0], env.reset()[0], env.reset()[0]]
+    b = [env.reset(seed=3)[0], env.reset()[0], env.reset()[0]]
+    assert a == b and len(set(a)) == 3
+
+
+def test_levels_do_not_depend_on_global_rngs():
+    import random
+
+    env = gym.make("ARLArena/Sokoban-v0")
+    random.seed(1)
+    np.random.seed(1)
+    a = env.reset(seed=5)[0]
+    random.seed(2)
+    np.random.seed(2)
+    state = random.getstate()
+    assert env.reset(seed=5)[0] == a
+    assert random.getstate() == state  # the generator restores the global RNG
+
+
+def test_rewards_follow_the_study():
+    env = _env_with([
+        "#######",
+        "#_P_XO#",
+        "#_X___#",
+        "#_O___#",
+        "#######",
+    ])
+    _, r, term, _, info = env.step("right")  # walk
+    assert r == pytest.approx(-0.1) and not term and info["action_is_valid"]
+    _, r, term, _, info = env.step("right")  # push onto the right target: one of two boxes
+    assert r == pytest.approx(0.9) and not term and info["boxes_on_target"] == 1
+    env._player = (1, 2)
+    _, r, *_ = env.step("down")  # push the other box down onto its target: solved
+    assert r == pytest.approx(-0.1 + 1 + 10)
+
+
+def test_pushing_a_box_off_a_target_costs_one():
+    env = _env_with([
+        "######",
+        "#P√__#",
+        "######",
+    ])
+    _, r, term, _, info = env.step("right")
+    assert r == pytest.approx(-1.1) and not term and not info["won"]
+
+
+def test_blocked_moves_keep_the_state():
+    env = _env_with([
+        "######",
+        "#PXX_#",
+        "#___O#",
+        "######",
+    ])
+    grid = env._grid()
+    for action in ("up", "right", "left"):
+        obs, r, *_ = env.step(action)
+        assert obs == grid and r == pytest.approx(-0.1)
+
+
+@pytest.mark.parametrize(
+    "action",
+    ["", "UP!", "north", "⬆️", "\x00\x01\x02", b"\xff\xfe\x00", None, 12, "x" * 1_000_000,
+     "up" * 500_000, "".join(chr(c) for c in range(0x2000, 0x2400))],
+)
+def test_hostile_actions_are_invalid_and_change_nothing(action):
+    env = gym.make("ARLArena/Sokoban-v0")
+    obs, _ = env.reset(seed=11)
+    new_obs, reward, terminated, truncated, info = env.step(action)
+    assert new_obs == obs
+    assert reward == pytest.approx(-0.1)
+    assert info["action_is_valid"] is False and not terminated
+
+
+def test_actions_are_stripped_and_lowercased():
+    env = gym.make("ARLArena/Sokoban-v0")
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("  UP \n")
+    assert info["action_is_valid"]
+
+
+def test_turn_limit_truncates():
+    env = gym.make("ARLArena/Sokoban-v0")
+    env.reset(seed=0)
+    for turn in range(1, 16):
+        *_, terminated, truncated, _ = env.step("nothing")
+        assert not terminated
+        assert truncated == (turn == 15)
+
+
+def test_info_follows_the_contract_and_anchor_is_the_grid():
+    env = gym.make("ARLArena/Sokoban-v0")
+    obs, info = env.reset(seed=2)
+    assert {"task", "admissible_actions", "won", "anchor"} <= info.keys()
+    assert info["anchor"] == obs and info["admissible_actions"] == ["up", "down", "left", "right"]
+    rows = obs.split("\n")
+    assert len(rows) == 6 and all(len(r) == 6 for r in rows)
+    assert obs.count("P") + obs.count("S") == 1 and set(obs) <= set("#_OXP√S\n")
+    *_, info = env.step("left")
+    assert "action_is_valid" in info
+
+
+def test_solver_is_move_optimal_on_a_hand_made_level():
+    level = _level([
+        "#######",
+        "#P____#",
+        "#_X__O#",
+        "#_____#",
+        "#######",
+    ])
+    plan = solve(level.walls, level.targets, level.player, level.boxes)
+    # walk down-left of the box is unnecessary: down, right (push) ×3 is the shortest
+    assert plan == ["down", "right", "right", "right"]
+    assert solve(level.walls, level.targets, level.player, level.boxes, max_depth=3) is None
+
+
+def test_solver_reports_unsolvable_levels():
+    level = _level(["######", "#P___#", "#_X__#", "#___O#", "######"])
+    stuck = _level(["#####", "#P_X#", "#__O#", "#####"])  # box in a corner, not on the target
+    assert solve(level.walls, level.targets, level.player, level.boxes) is not None
+    assert solve(stuck.walls, stuck.targets, stuck.player, stuck.boxes) is None
+
+
+def test_rgb_rendering_of_the_visual_variant():
+    env = gym.make("ARLArena/Sokoban-Visual-v0")
+    obs, _ = env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (96, 96, 3) and frame.dtype == np.uint8
+    env.step(env.unwrapped.expert_action())
+    assert not np.array_equal(frame, env.render())
+    text_env = gym.make("ARLArena/Sokoban-v0", render_mode="ansi")
+    assert text_env.reset(seed=0)[0] == obs and text_env.render() == obs
+
+
+def test_bad_construction_arguments_raise_clear_errors():
+    with pytest.raises(ValueError, match="render_mode"):
+        SokobanEnv(render_mode="human")
+    with pytest.raises(ValueError, match="box"):
+        SokobanEnv(num_boxes=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        SokobanEnv(render_mode="ansi").render()

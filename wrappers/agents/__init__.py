@@ -1,0 +1,21 @@
+"""Agents: a batch of prompts in, a batch of responses out, registered by name.
+
+Built in: ``random``, ``expert`` (the env's privileged expert), ``hf`` (a local transformers
+model, the embedded SmolLM2 by default) and ``openai`` (any OpenAI-compatible endpoint).
+"""
+
+from wrappers.agents import openai_chat, scripted
+from wrappers.agents.base import AGENTS, Agent, AgentError, AgentRequest, make_agent, register_agent
+from wrappers.agents.hf import HFAgent
+
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "AgentError",
+    "AgentRequest",
+    "HFAgent",
+    "make_agent",
+    "openai_chat",
+    "register_agent",
+    "scripted",
+]

@@ -1,0 +1,58 @@
+"""Scripted agents: uniform random over admissible actions, and the env's expert.
+
+Both answer in the strict format, so the expert's trajectories are valid behaviour-cloning data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from wrappers.agents.base import Agent, AgentRequest, register_agent
+from wrappers.format import format_response
+
+__all__ = ["ExpertAgent", "RandomAgent"]
+
+
+@register_agent("random")
+class RandomAgent(Agent):
+    """Picks a uniformly random admissible action (seeded, so runs repeat)."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0, **_: object) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[str]:
+        responses = []
+        for request in requests:
+            actions = list(request.info.get("admissible_actions") or [])
+            action = actions[int(self.rng.integers(len(actions)))] if actions else "look"
+            responses.append(format_response("I pick an admissible action at random.", action))
+        return responses
+
+
+@register_agent("expert")
+class ExpertAgent(Agent):
+    """Answers with the env's privileged expert move (``env.unwrapped.expert_action()``).
+
+    It needs the env handle in each request, so it drives in-process envs only.
+    """
+
+    name = "expert"
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[str]:
+        responses = []
+        for request in requests:
+            if request.env is None:
+                raise ValueError("the expert agent needs the env in each AgentRequest")
+            action = request.env.unwrapped.expert_action()
+            if action is None:
+                raise ValueError(f"{request.env.spec.id if request.env.spec else 'env'} has no expert")
+            think = f"Following the shortest known plan, the next step is '{action}'."
+            responses.append(format_response(think, action))
+        return responses

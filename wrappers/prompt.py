@@ -1,0 +1,109 @@
+"""``PromptWrapper``: the study's prompt, interaction history and format penalty around an env."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+
+from arlarena_envs.base import text_space
+from wrappers.format import parse_response
+from wrappers.templates import render_prompt
+
+__all__ = ["NOT_UNDERSTOOD", "PromptWrapper"]
+
+NOT_UNDERSTOOD = (
+    "Your previous response could not be understood: it had no <action>...</action> block, so "
+    "nothing happened."
+)
+
+
+class PromptWrapper(gym.Wrapper[str, str, str, str]):
+    """Turn a text env into an LLM env: prompt in, raw response out.
+
+    The observation becomes the full prompt of ``prompts.md`` (the env's template with the last
+    ``history_length`` (observation, action) pairs), and the action becomes the model's whole
+    response. The response goes through the strict format check: a response that fails it loses
+    ``format_penalty`` on the step's reward; its ``<action>`` is still executed when one can be
+    extracted, and when none can, the env gets an empty (invalid, state-preserving) action and
+    the prompt says the response was not understood. ``info`` gains ``format_ok``,
+    ``parsed_action``, ``format_error`` and ``env_reward`` (the reward before the penalty).
+
+    Envs whose actions are free-form (``strict_format = False``, e.g. TIR Math) get the raw
+    response and no penalty. Visual envs (template ``sokoban_visual``) put the frame in
+    ``info["image"]``.
+
+    Example:
+        >>> import gymnasium as gym, arlarena_envs
+        >>> env = PromptWrapper(gym.make("ARLArena/Sokoban-v0"))
+        >>> prompt, info = env.reset(seed=0)
+        >>> prompt.startswith("You are an expert agent operating in the Sokoban environment.")
+        True
+        >>> _, reward, *_, info = env.step("I will go up.")
+        >>> info["format_ok"], round(reward, 2)
+        (False, -0.2)
+    """
+
+    def __init__(
+        self, env: gym.Env, history_length: int = 2, format_penalty: float = 0.1
+    ) -> None:
+        super().__init__(env)
+        if history_length < 0:
+            raise ValueError(f"history_length must be >= 0, got {history_length}")
+        self.history_length = history_length
+        self.format_penalty = float(format_penalty)
+        self.template = getattr(env.unwrapped, "prompt_template", "")
+        self.strict = getattr(env.unwrapped, "strict_format", True)
+        self.lowercase = getattr(env.unwrapped, "lowercase_actions", True)
+        self.observation_space = text_space()
+        self._history: deque[tuple[str, str]] = deque(maxlen=history_length or None)
+        self._steps = 0
+        self._obs = ""
+        self._info: dict[str, Any] = {}
+
+    def _prompt(self, observation: str) -> str:
+        history = list(self._history)[-self.history_length :] if self.history_length else []
+        return render_prompt(
+            self.template,
+            task=self._info.get("task", ""),
+            observation=observation,
+            admissible=self._info.get("admissible_actions", ()),
+            history=history,
+            step_count=self._steps,
+        )
+
+    def _with_image(self, info: dict[str, Any]) -> dict[str, Any]:
+        if self.template == "sokoban_visual":
+            info["image"] = self.env.render()
+        return info
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._history.clear()
+        self._steps, self._obs, self._info = 0, obs, info
+        return self._prompt(obs), self._with_image(dict(info))
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.strict:
+            parsed = parse_response(
+                action, self._info.get("admissible_actions", ()), lowercase=self.lowercase
+            )
+            env_action = parsed.action if parsed.action is not None else ""
+        else:
+            parsed, env_action = None, action
+        obs, reward, terminated, truncated, info = self.env.step(env_action)
+        info = dict(info)
+        info["env_reward"] = float(reward)
+        info["format_ok"] = True if parsed is None else parsed.format_ok
+        info["format_error"] = None if parsed is None else parsed.error
+        info["parsed_action"] = env_action if parsed is None else parsed.action
+        if not info["format_ok"]:
+            reward = float(reward) - self.format_penalty
+        self._history.append((self._obs, env_action if isinstance(env_action, str) else ""))
+        self._steps += 1
+        self._obs, self._info = obs, info
+        shown = obs if parsed is None or parsed.action is not None else f"{NOT_UNDERSTOOD}\n{obs}"
+        return self._prompt(shown), float(reward), terminated, truncated, self._with_image(info)
