@@ -49,7 +49,8 @@ CASES = [
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8", MOVES, True, False, None),
     (b"<think>ok</think><action>up</action>", MOVES, True, True, "up"),
     (None, MOVES, True, False, None),
-    ("<think>" + "a" * MAX_RESPONSE_CHARS + "</think><action>up</action>", MOVES, True, False, None),
+    ("<think>" + "a" * MAX_RESPONSE_CHARS + "</think><action>up</action>",
+     MOVES, True, False, None),
     ("<think>" + "plan " * 1000 + "</think><action>up</action>", MOVES, True, True, "up"),
     ("<think>a</think><action>Up</action>", MOVES, False, False, "Up"),
 ]

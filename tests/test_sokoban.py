@@ -137,7 +137,7 @@ def test_blocked_moves_keep_the_state():
 def test_hostile_actions_are_invalid_and_change_nothing(action):
     env = gym.make("ARLArena/Sokoban-v0")
     obs, _ = env.reset(seed=11)
-    new_obs, reward, terminated, truncated, info = env.step(action)
+    new_obs, reward, terminated, _, info = env.step(action)
     assert new_obs == obs
     assert reward == pytest.approx(-0.1)
     assert info["action_is_valid"] is False and not terminated

@@ -19,7 +19,7 @@ NOT_UNDERSTOOD = (
 )
 
 
-class PromptWrapper(gym.Wrapper[str, str, str, str]):
+class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
     """Turn a text env into an LLM env: prompt in, raw response out.
 
     The observation becomes the full prompt of ``prompts.md`` (the env's template with the last
@@ -48,7 +48,10 @@ class PromptWrapper(gym.Wrapper[str, str, str, str]):
     def __init__(
         self, env: gym.Env, history_length: int = 2, format_penalty: float = 0.1
     ) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, history_length=history_length, format_penalty=format_penalty
+        )
+        gym.Wrapper.__init__(self, env)
         if history_length < 0:
             raise ValueError(f"history_length must be >= 0, got {history_length}")
         self.history_length = history_length

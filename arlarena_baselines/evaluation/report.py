@@ -60,9 +60,8 @@ def _row(agent: str, env: str, group: str, episodes: Sequence[dict[str, Any]]) -
     if samples > 1:
         ks = sorted({1, samples} | {k for k in (2, 4, 8, 16) if k < samples})
         for k in ks:
-            row.pass_at[k] = sum(pass_at_k(len(v), sum(v), k) for v in by_task.values()) / len(
-                by_task
-            )
+            hits = [pass_at_k(len(v), sum(v), k) for v in by_task.values()]
+            row.pass_at[k] = sum(hits) / len(hits)
     return row
 
 
@@ -81,7 +80,8 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[Summary]:
                 if e.get(key) is not None:
                     parts[str(e[key])].append(e)
             if len(parts) > 1:
-                rows += [_row(agent, env, f"{key}={name}", eps) for name, eps in sorted(parts.items())]
+                for name, part in sorted(parts.items()):
+                    rows.append(_row(agent, env, f"{key}={name}", part))
     return rows
 
 

@@ -54,7 +54,7 @@ class ResultsWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self._handle: IO[str] = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         self._handle.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")

@@ -20,7 +20,7 @@ from arlarena_baselines.evaluation.results import ResultsWriter, prepare_resume
 from wrappers.agents.base import Agent, AgentRequest
 from wrappers.prompt import PromptWrapper
 
-__all__ = ["EvalConfig", "Episode", "episode_id", "evaluate", "make_env"]
+__all__ = ["Episode", "EvalConfig", "episode_id", "evaluate", "make_env"]
 
 
 @dataclass(frozen=True)

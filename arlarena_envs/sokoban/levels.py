@@ -75,7 +75,7 @@ class Level:
     def from_room(cls, room_structure: np.ndarray, room_state: np.ndarray) -> Level:
         """Build from gym-sokoban's ``(room_structure, room_state)`` code arrays."""
         cells = lambda arr, *codes: tuple(  # noqa: E731
-            sorted((int(r), int(c)) for r, c in zip(*np.nonzero(np.isin(arr, codes))))
+            sorted((int(r), int(c)) for r, c in zip(*np.nonzero(np.isin(arr, codes)), strict=True))
         )
         (player,) = cells(room_state, PLAYER)
         return cls(

@@ -14,7 +14,7 @@ import numpy as np
 from arlarena_envs.sokoban.levels import gym_sokoban_dir
 from arlarena_envs.sokoban.rules import Boxes, Cell
 
-__all__ = ["LEGEND", "SYMBOLS", "grid_text", "grid_rgb"]
+__all__ = ["LEGEND", "SYMBOLS", "grid_rgb", "grid_text"]
 
 SYMBOLS = {
     "wall": "#",
@@ -38,7 +38,9 @@ _SPRITES = {
 }
 
 
-def _cells(walls: np.ndarray, targets: frozenset[Cell], player: Cell, boxes: Boxes) -> list[list[str]]:
+def _cells(
+    walls: np.ndarray, targets: frozenset[Cell], player: Cell, boxes: Boxes
+) -> list[list[str]]:
     rows, cols = walls.shape
     kinds = [["wall" if walls[r, c] else "floor" for c in range(cols)] for r in range(rows)]
     for r, c in targets:

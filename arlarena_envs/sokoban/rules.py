@@ -17,7 +17,9 @@ ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 DELTAS: dict[str, Cell] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 
 
-def move(walls: np.ndarray, player: Cell, boxes: Boxes, action: str) -> tuple[Cell, Boxes, Cell | None]:
+def move(
+    walls: np.ndarray, player: Cell, boxes: Boxes, action: str
+) -> tuple[Cell, Boxes, Cell | None]:
     """Apply ``action``; return ``(player, boxes, pushed_box_destination_or_None)``.
 
     A move into a wall, or a push of a box into a wall or another box, leaves the state as it

@@ -97,7 +97,8 @@ class HFAgent(Agent):
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses: list[str] = []
         for start in range(0, len(requests), self.batch_size):
-            responses += self._generate([r.prompt for r in requests[start : start + self.batch_size]])
+            chunk = requests[start : start + self.batch_size]
+            responses += self._generate([r.prompt for r in chunk])
         return responses
 
     def _generate(self, prompts: list[str]) -> list[str]:

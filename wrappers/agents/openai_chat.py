@@ -95,7 +95,9 @@ class OpenAIChatAgent(Agent):
         if image is None:
             return [{"role": "user", "content": request.prompt}]
         before, _, after = request.prompt.partition("<image>")
-        parts = [{"type": "text", "text": before}, _image_part(image), {"type": "text", "text": after}]
+        parts = [
+            {"type": "text", "text": before}, _image_part(image), {"type": "text", "text": after}
+        ]
         return [{"role": "user", "content": parts}]
 
     def _complete(self, request: AgentRequest) -> str:
@@ -118,7 +120,9 @@ class OpenAIChatAgent(Agent):
                 time.sleep(self._delay(attempt, error))
                 continue
             except openai.APIStatusError as error:
-                raise AgentError(f"{where} refused the request ({error.status_code}): {error}") from error
+                raise AgentError(
+                    f"{where} refused the request ({error.status_code}): {error}"
+                ) from error
             self._count(reply)
             if not reply.choices:
                 return ""

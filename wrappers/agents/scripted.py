@@ -52,7 +52,8 @@ class ExpertAgent(Agent):
                 raise ValueError("the expert agent needs the env in each AgentRequest")
             action = request.env.unwrapped.expert_action()
             if action is None:
-                raise ValueError(f"{request.env.spec.id if request.env.spec else 'env'} has no expert")
+                name = request.env.spec.id if request.env.spec else type(request.env).__name__
+                raise ValueError(f"{name} has no expert")
             think = f"Following the shortest known plan, the next step is '{action}'."
             responses.append(format_response(think, action))
         return responses

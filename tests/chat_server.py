@@ -1,0 +1,94 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
+
+It speaks the real HTTP protocol (``POST /v1/chat/completions``, JSON in and out, ``usage``
+fields), so the ``openai`` client is exercised end to end. ``responder`` decides each answer;
+``fail_first`` requests get ``status`` (e.g. 429) first, and ``hang_after`` makes every later
+request hang until the server stops.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def always(text: str) -> Callable[[list[dict[str, Any]]], str]:
+    return lambda messages: text
+
+
+class ChatServer:
+    def __init__(
+        self,
+        responder: Callable[[list[dict[str, Any]]], str],
+        *,
+        fail_first: int = 0,
+        status: int = 429,
+        hang_after: int | None = None,
+        model: str = "test-model",
+    ) -> None:
+        self.responder, self.fail_first, self.status = responder, fail_first, status
+        self.hang_after, self.model = hang_after, model
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append(body)
+                    count = len(server.requests)
+                if count <= server.fail_first:
+                    return self._send(server.status, {"error": {"message": "slow down"}},
+                                      {"Retry-After": "0.05"})
+                if server.hang_after is not None and count > server.hang_after:
+                    server.stopping.wait(60)
+                    return None
+                content = server.responder(body["messages"])
+                prompt_tokens = sum(len(str(m["content"]).split()) for m in body["messages"])
+                return self._send(200, {
+                    "id": f"chatcmpl-{count}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": prompt_tokens,
+                              "completion_tokens": len(content.split()),
+                              "total_tokens": prompt_tokens + len(content.split())},
+                })
+
+            def _send(self, code: int, payload: dict, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,38 @@
+"""The local transformers agent on the real embedded SmolLM2-135M-Instruct weights."""
+
+from __future__ import annotations
+
+import pytest
+
+from arlarena_baselines.evaluation import EvalConfig, evaluate, read_records
+from wrappers.agents import AgentRequest, HFAgent
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def greedy() -> HFAgent:
+    return HFAgent(max_new_tokens=16, temperature=0.0)
+
+
+def test_generates_from_the_embedded_weights(greedy):
+    prompts = ["What is 2 + 2? Answer with one number.", "Name a colour."]
+    out = greedy.act([AgentRequest(p) for p in prompts])
+    assert len(out) == 2 and all(isinstance(o, str) and o.strip() for o in out)
+    assert "4" in out[0]
+    assert greedy.usage()["completion_tokens"] > 0
+
+
+def test_left_padded_batches_match_single_prompts(greedy):
+    short, long = "Say hi.", "Write one short sentence about boxes, walls and targets in a maze."
+    batched = greedy.act([AgentRequest(short), AgentRequest(long)])
+    assert batched == [greedy.act([AgentRequest(short)])[0], greedy.act([AgentRequest(long)])[0]]
+
+
+def test_drives_a_sokoban_episode_through_the_wrappers(greedy, tmp_path):
+    records = evaluate(EvalConfig(episodes=1), greedy, tmp_path / "r.jsonl", progress=False)
+    (episode,) = records
+    turns = [r for r in read_records(tmp_path / "r.jsonl") if r["type"] == "turn"]
+    assert len(turns) == episode["turns"] >= 1
+    assert all(t["prompt"].startswith("You are an expert agent") for t in turns)
+    assert all(isinstance(t["format_ok"], bool) for t in turns)

@@ -1,0 +1,129 @@
+"""``arlarena eval``: results files, the table, resume after a kill, pass@k."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from arlarena_baselines.cli import main
+from arlarena_baselines.evaluation import (
+    EvalConfig,
+    evaluate,
+    format_table,
+    pass_at_k,
+    read_records,
+    summarize,
+)
+from wrappers.agents import make_agent
+
+
+def _episodes(path):
+    return sorted(
+        (r for r in read_records(path) if r["type"] == "episode"), key=lambda r: r["episode_id"]
+    )
+
+
+def test_cli_runs_agents_side_by_side_and_prints_the_table(tmp_path, capsys):
+    status = main(["eval", "--env", "sokoban", "--agent", "expert,random", "--episodes", "12",
+                   "--out", str(tmp_path), "--no-progress"])
+    assert status == 0
+    table = capsys.readouterr().out
+    assert "| expert | ARLArena/Sokoban-v0 | all | 12 | 100.0% | 1.000 | 100.0% |" in table
+    assert "| random |" in table
+    expert = _episodes(tmp_path / "Sokoban-v0__expert.jsonl")
+    assert len(expert) == 12 and all(e["won"] and e["valid_turns"] == e["turns"] for e in expert)
+    turns = [r for r in read_records(tmp_path / "Sokoban-v0__expert.jsonl") if r["type"] == "turn"]
+    assert len(turns) == sum(e["turns"] for e in expert)
+    assert all(t["prompt"].startswith("You are an expert agent") for t in turns)
+
+
+def test_refuses_to_mix_with_an_existing_file(tmp_path, capsys):
+    args = ["eval", "--agent", "expert", "--episodes", "2", "--out", str(tmp_path),
+            "--no-progress"]
+    assert main(args) == 0
+    assert main(args) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
+    assert len(_episodes(tmp_path / "Sokoban-v0__expert.jsonl")) == 2
+
+
+def test_bad_names_are_clear_errors(tmp_path, capsys):
+    assert main(["eval", "--env", "chess", "--out", str(tmp_path)]) == 2
+    assert "unknown environment" in capsys.readouterr().err
+    assert main(["eval", "--agent", "oracle", "--out", str(tmp_path)]) == 2
+    assert "unknown agent" in capsys.readouterr().err
+
+
+def test_same_seeds_give_identical_results(tmp_path):
+    config = EvalConfig(env="ARLArena/Sokoban-6x6-2b-v0", episodes=6, batch_size=4)
+    runs = []
+    for name in ("a", "b"):
+        evaluate(config, make_agent("random", seed=3), tmp_path / f"{name}.jsonl", progress=False)
+        runs.append(list(read_records(tmp_path / f"{name}.jsonl")))
+    assert runs[0] == runs[1]
+
+
+def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
+    env, episodes = "ARLArena/Sokoban-8x8-2b-v0", 40
+    base = [sys.executable, "-m", "arlarena_baselines.cli", "eval", "--env", env, "--agent",
+            "expert", "--episodes", str(episodes), "--batch-size", "1", "--no-progress"]
+    killed_dir, full_dir = tmp_path / "killed", tmp_path / "full"
+    path = killed_dir / "Sokoban-8x8-2b-v0__expert.jsonl"
+    proc = subprocess.Popen([*base, "--out", str(killed_dir)], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if path.exists() and sum('"type": "episode"' in line for line in path.open()) >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with path.open("a") as handle:
+        handle.write('{"type": "turn", "episode_id": "torn')  # a line cut by the kill
+    interrupted = len(_episodes(path))
+    assert 3 <= interrupted < episodes, "the run finished before it could be killed"
+    assert main(["eval", "--env", env, "--agent", "expert", "--episodes", str(episodes),
+                 "--batch-size", "1", "--out", str(killed_dir), "--resume", "--no-progress"]) == 0
+    assert main(["eval", "--env", env, "--agent", "expert", "--episodes", str(episodes),
+                 "--batch-size", "1", "--out", str(full_dir), "--no-progress"]) == 0
+    resumed, full = list(read_records(path)), list(read_records(full_dir / path.name))
+    key = lambda r: (r["episode_id"], r["type"], r.get("step", -1))  # noqa: E731
+    assert sorted(resumed, key=key) == sorted(full, key=key)
+    assert len({r["episode_id"] for r in resumed if r["type"] == "episode"}) == episodes
+
+
+def test_pass_at_k_estimator():
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)
+    assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)
+    assert pass_at_k(4, 0, 4) == 0.0 and pass_at_k(4, 4, 1) == 1.0
+    assert pass_at_k(4, 3, 2) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k(3, 4, 1)
+
+
+def test_samples_give_pass_at_k_columns(tmp_path):
+    config = EvalConfig(episodes=5, samples=4)
+    records = evaluate(config, make_agent("random", seed=0), tmp_path / "r.jsonl", progress=False)
+    assert len(records) == 20
+    (row,) = summarize(records)
+    assert set(row.pass_at) == {1, 2, 4}
+    by_seed: dict[int, list[bool]] = {}
+    for r in records:
+        by_seed.setdefault(r["seed"], []).append(r["won"])
+    expected = sum(any(v) for v in by_seed.values()) / 5
+    assert row.pass_at[4] == pytest.approx(expected)
+    assert row.pass_at[1] == pytest.approx(row.success)
+    assert "pass@4" in format_table([row])
+
+
+def test_report_command_reads_result_files(tmp_path, capsys):
+    evaluate(EvalConfig(episodes=3), make_agent("expert"), tmp_path / "r.jsonl", progress=False)
+    assert main(["report", str(tmp_path / "r.jsonl")]) == 0
+    assert "| expert | ARLArena/Sokoban-v0 | all | 3 |" in capsys.readouterr().out
+    (tmp_path / "empty.jsonl").write_text(json.dumps({"type": "turn"}) + "\n")
+    assert main(["report", str(tmp_path / "empty.jsonl")]) == 1

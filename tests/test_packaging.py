@@ -1,0 +1,40 @@
+"""The built wheel works outside the source tree (package data included)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def test_wheel_installs_in_a_fresh_venv_and_makes_envs(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
+         str(ROOT)],
+        check=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("arlarena-*.whl")
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True)
+    script = (
+        "import gymnasium as gym, arlarena_envs, wrappers\n"
+        "env = wrappers.PromptWrapper(gym.make('ARLArena/Sokoban-v0'))\n"
+        "prompt, info = env.reset(seed=0)\n"
+        "assert 'Sokoban' in prompt and info['admissible_actions']\n"
+        "import arlarena_envs.base as b; print(b.__file__)\n"
+    )
+    out = subprocess.run([python, "-c", script], check=True, capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert str(tmp_path / "venv") in out.stdout
+    cli = subprocess.run([tmp_path / "venv" / "bin" / "arlarena", "eval", "--episodes", "2",
+                          "--out", str(tmp_path / "res"), "--no-progress"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr
+    assert "| expert | ARLArena/Sokoban-v0 | all | 2 | 100.0% |" in cli.stdout
