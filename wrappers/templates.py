@@ -96,7 +96,9 @@ TEMPLATES: dict[str, Template] = {
         "your final answer. For example, to answer the User Question: What is the result of the "
         "5 + 3 + 1294.678?, you can write: answer = 5 + 3 + 1294.678 final_answer(answer) You "
         "can also use \\boxed to return your answer. The last part of your response should be: "
-        "\\boxed{{'The final answer goes here.'}} User Question: {task_description}",
+        "\\boxed{{'The final answer goes here.'}} User Question: {task_description}"
+        # The env's observation: the conversation so far (empty on the first turn).
+        "{current_observation}",
         _quoted(", "),
     ),
 }

@@ -4,7 +4,7 @@ Built in: ``random``, ``expert`` (the env's privileged expert), ``hf`` (a local 
 model, the embedded SmolLM2 by default) and ``openai`` (any OpenAI-compatible endpoint).
 """
 
-from wrappers.agents import openai_chat, scripted
+from wrappers.agents import math_scripted, openai_chat, scripted
 from wrappers.agents.base import AGENTS, Agent, AgentError, AgentRequest, make_agent, register_agent
 from wrappers.agents.hf import HFAgent
 
@@ -15,6 +15,7 @@ __all__ = [
     "AgentRequest",
     "HFAgent",
     "make_agent",
+    "math_scripted",
     "openai_chat",
     "register_agent",
     "scripted",

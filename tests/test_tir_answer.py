@@ -1,0 +1,122 @@
+"""TIR Math answers: \\boxed{} extraction and equivalence with the reference (math-verify)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from arlarena_envs.tir_math.answer import clean_answer, extract_boxed, is_equivalent
+
+# (prediction, reference, equivalent?)
+PAIRS = [
+    # integers, decimals, fractions
+    ("42", "42", True),
+    ("42.0", "42", True),
+    ("41", "42", False),
+    ("-7", "7", False),
+    ("5,050", "5050", True),
+    ("1e3", "1000", True),
+    ("0.5", "1/2", True),
+    ("13524/57134", "138/583", True),
+    ("421.25730000000004", "421.2573", True),
+    ("0.333", "1/3", False),
+    ("\\frac{1}{2}", "1/2", True),
+    ("\\frac12", "0.5", True),
+    ("\\dfrac{3}{4}", "0.75", True),
+    ("\\frac{2}{3}", "\\frac{3}{2}", False),
+    ("50\\%", "0.5", True),
+    # radicals and constants
+    ("\\sqrt{2}", "sqrt(2)", True),
+    ("\\frac{\\sqrt{2}}{2}", "1/\\sqrt{2}", True),
+    ("2\\sqrt{3}", "\\sqrt{12}", True),
+    ("\\sqrt{3}", "\\sqrt{2}", False),
+    ("6.283185307", "2\\pi", True),
+    ("\\pi/2", "90", False),
+    ("\\infty", "\\infty", True),
+    ("-\\infty", "\\infty", False),
+    # intervals, sets, tuples
+    ("[-1,1]", "[-1, 1]", True),
+    ("(-1,1)", "[-1,1]", False),
+    ("(0, 1]", "(0,1]", True),
+    ("\\{2,1\\}", "\\{1,2\\}", True),
+    ("9,4,1", "1, 4, 9", True),
+    ("1, 4", "1, 4, 9", False),
+    ("9", "1, 4, 9", False),
+    ("(3,2)", "(2,3)", False),
+    # expressions, LaTeX versus plain
+    ("2**(n-1)", "2^{n-1}", True),
+    ("2^(n-1)", "2^{n-1}", True),
+    ("(x+1)^2", "x^2+2x+1", True),
+    ("x^2", "x^3", False),
+    ("x = 5", "5", True),
+    ("x=6,y=5", "x=6, y=5", True),
+    ("-15+3i", "-15.0 + 3.0i", True),
+    ("-15-3i", "-15.0 + 3.0i", False),
+    # words and wrappers
+    ("yes", "Yes", True),
+    ("\\text{No}", "Yes", False),
+    ("'42'", "42", True),
+    ("$42$.", "42", True),
+    ("\\boxed{42}", "42", True),
+    ("", "5", False),
+    (None, "5", False),
+    ("The final answer goes here.", "5", False),
+]
+
+
+@pytest.mark.parametrize(("prediction", "reference", "expected"), PAIRS)
+def test_equivalence_table(prediction: str | None, reference: str, expected: bool) -> None:
+    assert is_equivalent(prediction, reference) is expected
+
+
+def test_table_is_big_and_balanced() -> None:
+    assert len(PAIRS) >= 40
+    assert 15 <= sum(not equal for *_, equal in PAIRS) <= len(PAIRS) - 15
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is \\boxed{5}.", "5"),
+        ("\\boxed{1} then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("\\boxed{\\{1, \\{2\\}\\}}", "\\{1, \\{2\\}\\}"),
+        ("nested \\boxed{\\sqrt{\\frac{a}{b}}} end", "\\sqrt{\\frac{a}{b}}"),
+        ("\\fbox{7}", "7"),
+        ("$\\boxed 12$", "12"),
+        ("\\boxed{'The final answer goes here.'}", "'The final answer goes here.'"),
+        ("no answer", None),
+        ("\\boxed{unclosed", None),
+        ("\\boxed{3} and \\boxed{unclosed", "3"),
+    ],
+)
+def test_extract_boxed(text: str, expected: str | None) -> None:
+    assert extract_boxed(text) == expected
+
+
+def test_extract_boxed_is_linear_on_huge_input() -> None:
+    start = time.monotonic()
+    assert extract_boxed("\\boxed{" * 20_000 + "x") is None
+    assert extract_boxed("\\boxed{1}" + "{" * 200_000) == "1"
+    assert time.monotonic() - start < 5
+
+
+def test_clean_answer() -> None:
+    assert clean_answer("  $\\text{Yes}$. ") == "Yes"
+    assert clean_answer("\"12\"") == "12"
+    assert clean_answer("\\displaystyle \\frac{1}{2}") == "\\frac{1}{2}"
+
+
+def test_slow_checks_time_out_in_threads_and_the_checker_recovers() -> None:
+    hard = ("\\prod_{k=1}^{100000} (x+k)", "\\prod_{k=1}^{100000} (k+x)")
+
+    def check(pair: tuple[str, str]) -> tuple[bool, float]:
+        start = time.monotonic()
+        return is_equivalent(*pair, timeout_s=1), time.monotonic() - start
+
+    with ThreadPoolExecutor(2) as pool:
+        (slow, slow_s), (easy, _) = pool.map(check, [hard, ("\\frac{\\sqrt{8}}{2}", "\\sqrt{2}")])
+    assert slow is False and slow_s < 10
+    assert easy is True
+    assert is_equivalent("\\frac{2}{4}", "0.5") is True

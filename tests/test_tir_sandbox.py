@@ -1,0 +1,362 @@
+"""The TIR Math sandbox: normal runs, result types, and a battery of hostile programs.
+
+Every hostile case asserts the result type the sandbox reports and that the host is untouched;
+the ``sandbox`` fixture then checks that the next execution still works.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from arlarena_envs.tir_math.sandbox import (
+    UNSAFE_ENV_VAR,
+    ExecStatus,
+    Sandbox,
+    SandboxLimits,
+    SandboxUnavailable,
+)
+
+PROJECT = Path(__file__).resolve().parents[1]
+SECRET = "tir-sandbox-secret-7f3a9c"  # appears only in this file: leaks if the sandbox reads it
+FORK_LOOP = """
+import os, time
+children = 0
+for _ in range(64):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    children += 1
+print(children)
+"""
+LIMITS = SandboxLimits(wall_time_s=3.0, cpu_time_s=2, memory_bytes=1 << 30, max_processes=16)
+
+
+
+@pytest.fixture(scope="module")
+def shared() -> Sandbox:
+    return Sandbox(LIMITS)
+
+
+@pytest.fixture
+def sandbox(shared: Sandbox):
+    yield shared
+    after = shared.run("print('still works')")
+    assert after.status is ExecStatus.OK and after.stdout == "still works\n"
+
+
+def _host_processes_with(token: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if token in cmdline:
+                found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+# -- normal behaviour ------------------------------------------------------------------------------
+def test_runs_code_and_captures_both_streams(sandbox: Sandbox) -> None:
+    result = sandbox.run("import sys\nprint('out')\nprint('err', file=sys.stderr)")
+    assert result.status is ExecStatus.OK and result.exit_code == 0
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+    assert result.output() == "out\nerr"
+
+
+def test_final_answer_is_recorded_and_stops_the_program(sandbox: Sandbox) -> None:
+    result = sandbox.run("print('before')\nfinal_answer(3 ** 4)\nprint('after')")
+    assert result.ok and result.answer == "81" and result.stdout == "before\n"
+
+
+def test_numpy_and_sympy_import(sandbox: Sandbox) -> None:
+    result = sandbox.run("import numpy as np, sympy as sp\nprint(int(np.arange(5).sum()), "
+                         "sp.simplify(sp.sqrt(8)))")
+    assert result.ok, result.stderr
+    assert result.stdout == "10 2*sqrt(2)\n"
+
+
+def test_error_shows_only_the_programs_traceback(sandbox: Sandbox) -> None:
+    result = sandbox.run("x = 1\ny = x / 0\n")
+    assert result.status is ExecStatus.ERROR and result.exit_code == 1
+    assert "ZeroDivisionError" in result.stderr and 'File "<code>", line 2' in result.stderr
+    assert "y = x / 0" in result.stderr and "prelude" not in result.stderr.lower()
+
+
+def test_syntax_error_and_exit_codes(sandbox: Sandbox) -> None:
+    assert "SyntaxError" in sandbox.run("def (:").stderr
+    assert sandbox.run("import sys; sys.exit(3)").exit_code == 3
+    assert sandbox.run("import sys; sys.exit(0)").status is ExecStatus.OK
+
+
+def test_stdin_is_empty_and_tmp_is_private_and_writable(sandbox: Sandbox) -> None:
+    name = f"tir-{uuid.uuid4().hex}"
+    code = (f"import os, sys\nprint(repr(sys.stdin.read()))\n"
+            f"open('/tmp/{name}', 'w').write('x')\nprint(os.listdir('/tmp'))")
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    assert result.stdout == f"''\n['{name}']\n"
+    assert not Path(f"/tmp/{name}").exists()
+
+
+def test_refuses_oversized_code(sandbox: Sandbox) -> None:
+    small = Sandbox(SandboxLimits(max_code_bytes=100))
+    result = small.run("#" * 200)
+    assert result.status is ExecStatus.ERROR and "longer than 100 bytes" in result.message
+
+
+def test_parallel_runs_are_independent(sandbox: Sandbox) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: sandbox.run(f"final_answer({i} * {i})"), range(8)))
+    assert [r.answer for r in results] == [str(i * i) for i in range(8)]
+
+
+# -- hostile programs -------------------------------------------------------------------------
+def test_cannot_read_etc_shadow(sandbox: Sandbox) -> None:
+    result = sandbox.run("print(open('/etc/shadow').read())")
+    assert result.status is ExecStatus.ERROR
+    assert "FileNotFoundError" in result.stderr and "root:" not in result.stdout
+
+
+def test_cannot_see_the_project_or_home(sandbox: Sandbox) -> None:
+    home = os.path.expanduser("~")
+    code = f"""
+import os
+for path in [{str(PROJECT)!r}, {__file__!r}, {home!r}, '/work', '/root', '/home']:
+    print(path, os.path.exists(path))
+print(os.environ['HOME'], os.listdir(os.environ['HOME']))
+print(open({__file__!r}).read())
+"""
+    result = sandbox.run(code)
+    assert result.status is ExecStatus.ERROR and "FileNotFoundError" in result.stderr
+    lines = result.stdout.splitlines()
+    assert all(line.endswith(" False") for line in lines[:6]), lines
+    assert lines[6] == "/tmp []"
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_cannot_write_outside_tmp(sandbox: Sandbox) -> None:
+    name = f"tir-{uuid.uuid4().hex}"
+    targets = ["/", "/usr", "/etc", "/dev", "/opt/arlarena", str(PROJECT), os.path.expanduser("~")]
+    code = f"""
+import os
+for directory in {targets!r}:
+    try:
+        with open(os.path.join(directory, {name!r}), 'w') as f:
+            f.write('pwned')
+        print('WROTE', directory)
+    except OSError as error:
+        print('refused', directory, type(error).__name__)
+"""
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    assert "WROTE" not in result.stdout and result.stdout.count("refused") == len(targets)
+    for directory in targets:
+        assert not (Path(directory) / name).exists()
+
+
+def test_cannot_reach_a_host_server_on_loopback(sandbox: Sandbox) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(0.5)
+        port = server.getsockname()[1]
+        result = sandbox.run(f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), "
+                             "timeout=2)\nprint('CONNECTED')")
+        with pytest.raises(socket.timeout):
+            server.accept()
+    assert result.status is ExecStatus.ERROR and "CONNECTED" not in result.stdout
+    assert "Error" in result.stderr
+
+
+def test_cannot_resolve_host_names(sandbox: Sandbox) -> None:
+    result = sandbox.run("import socket\nprint(socket.getaddrinfo('pypi.org', 443))")
+    assert result.status is ExecStatus.ERROR and "gaierror" in result.stderr
+
+
+def test_busy_loop_hits_the_cpu_limit(sandbox: Sandbox) -> None:
+    start = time.monotonic()
+    result = sandbox.run("while True:\n    pass")
+    assert result.status is ExecStatus.TIMEOUT
+    assert time.monotonic() - start < LIMITS.wall_time_s + 1.5
+
+
+def test_sleep_hits_the_wall_time_limit(sandbox: Sandbox) -> None:
+    start = time.monotonic()
+    result = sandbox.run("import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
+    elapsed = time.monotonic() - start
+    assert result.status is ExecStatus.TIMEOUT and "wall-time" in result.message
+    assert result.stdout == "sleeping\n"
+    assert LIMITS.wall_time_s - 0.1 <= elapsed < LIMITS.wall_time_s + 1.5
+
+
+def test_allocating_8_gib_is_a_memory_error(sandbox: Sandbox) -> None:
+    result = sandbox.run("block = bytearray(8 << 30)\nprint(len(block))")
+    assert result.status is ExecStatus.MEMORY and "MemoryError" in result.stderr
+
+
+def test_bounded_fork_loop_is_capped(sandbox: Sandbox) -> None:
+    start = time.monotonic()
+    result = sandbox.run(FORK_LOOP)
+    assert result.ok, result.stderr
+    assert int(result.stdout) < LIMITS.max_processes
+    assert time.monotonic() - start < 2.0, "the sleeping children must die with the run"
+
+
+def test_printing_100_mb_is_cut(sandbox: Sandbox) -> None:
+    start = time.monotonic()
+    result = sandbox.run("import sys\nsys.stdout.write('x' * 100_000_000)")
+    assert result.status is ExecStatus.OUTPUT_LIMIT and result.truncated
+    assert len(result.stdout) <= LIMITS.max_output_bytes
+    assert "output truncated" in result.output()
+    assert time.monotonic() - start < 2.5
+
+
+def test_killing_its_parents_only_ends_the_run(sandbox: Sandbox) -> None:
+    code = """
+import os, signal
+for pid in (1, os.getppid(), -1):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError as error:
+        print(pid, type(error).__name__, flush=True)
+import time
+time.sleep(1)
+"""
+    result = sandbox.run(code)
+    assert result.status in {ExecStatus.KILLED, ExecStatus.OK, ExecStatus.ERROR}
+    assert "1 PermissionError" in result.stdout
+
+
+def test_a_daemon_does_not_outlive_the_run(sandbox: Sandbox) -> None:
+    token = f"{time.time_ns() % 10**6}.{os.getpid()}"
+    code = f"""
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv('/usr/bin/sleep', ['sleep', '{token}'])
+    os._exit(0)
+os.wait()
+print('parent exits')
+"""
+    start = time.monotonic()
+    result = sandbox.run(code)
+    assert result.ok and result.stdout == "parent exits\n", result.stderr
+    assert time.monotonic() - start < 2.0
+    deadline = time.monotonic() + 2
+    while _host_processes_with(f"sleep {token}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _host_processes_with(f"sleep {token}") == []
+
+
+def test_cannot_become_root(sandbox: Sandbox) -> None:
+    result = sandbox.run("import os\nprint(os.getuid(), os.geteuid())\nos.setuid(0)")
+    assert result.status is ExecStatus.ERROR
+    assert "0" not in result.stdout.split()
+    assert "Error" in result.stderr
+
+
+def test_ctypes_tricks(sandbox: Sandbox) -> None:
+    code = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print('setuid', libc.setuid(0), os.getuid() != 0)
+print('unshare-user', libc.unshare(0x10000000))
+print('mount', libc.mount(b'none', b'/tmp', b'tmpfs', 0, None))
+print('chroot', libc.chroot(b'/tmp'))
+"""
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    assert result.stdout.split("\n")[:4] == [
+        "setuid -1 True", "unshare-user -1", "mount -1", "chroot -1"]
+    crash = sandbox.run("import ctypes\nctypes.string_at(0)")
+    assert crash.status is ExecStatus.KILLED and "SIGSEGV" in crash.message
+
+
+def test_tmp_is_size_capped(sandbox: Sandbox) -> None:
+    small = Sandbox(SandboxLimits(tmp_bytes=4 << 20, max_file_bytes=64 << 20))
+    result = small.run("open('/tmp/big', 'wb').write(b'0' * (16 << 20))")
+    assert result.status is ExecStatus.ERROR and "No space left" in result.stderr
+
+
+# -- set-up errors and modes --------------------------------------------------------------------
+def test_missing_bwrap_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv(UNSAFE_ENV_VAR, raising=False)
+    with pytest.raises(SandboxUnavailable, match="apt-get install -y bubblewrap"):
+        Sandbox()
+
+
+def test_unsafe_mode_warns_every_time_and_still_limits(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(UNSAFE_ENV_VAR, "1")
+    with caplog.at_level(logging.WARNING, logger="arlarena_envs.tir_math.sandbox"):
+        first, second = Sandbox(LIMITS), Sandbox(LIMITS)
+    assert sum("UNSAFE" in r.getMessage() for r in caplog.records) == 2
+    assert first.unsafe and second.unsafe
+    assert first.run("final_answer(7)").answer == "7"
+    assert first.run("bytearray(8 << 30)").status is ExecStatus.MEMORY
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/usr/bin/python3").exists() or not shutil.which("setpriv"),
+    reason="needs root (to become another user) and a system python3",
+)
+def test_works_for_an_unprivileged_caller() -> None:
+    """Run the sandbox module as an ordinary user with the system Python (one bwrap, no root).
+
+    sandbox.py imports only the standard library, so it is loaded from a world-readable copy.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="tir-probe-"))
+    folder.chmod(0o755)
+    for name in ("sandbox.py", "_prelude.py"):
+        shutil.copy(PROJECT / "arlarena_envs/tir_math" / name, folder / name)
+        (folder / name).chmod(0o644)
+    script = f"""
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("sandbox", {str(folder / "sandbox.py")!r})
+module = importlib.util.module_from_spec(spec)
+sys.modules["sandbox"] = module
+spec.loader.exec_module(module)
+box = module.Sandbox(module.SandboxLimits(wall_time_s=3, cpu_time_s=2))
+runs = {{
+    "answer": box.run("final_answer(6 * 7)").answer,
+    "ls": box.run("import os; print(sorted(os.listdir('/')))").stdout,
+    "write": box.run("open('/usr/x', 'w')").status.value,
+    "forks": box.run({FORK_LOOP!r}).stdout,
+}}
+print(json.dumps({{"root": box.is_root, **runs}}))
+"""
+    try:
+        proc = subprocess.run(
+            ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "/usr/bin/python3",
+             "-c", script], capture_output=True, text=True, timeout=60, cwd="/",
+        )
+    finally:
+        shutil.rmtree(folder)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["root"] is False and report["answer"] == "42"
+    assert "work" not in report["ls"] and "root" not in report["ls"]
+    assert report["write"] == "error" and int(report["forks"]) < 16
+
