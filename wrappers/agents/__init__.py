@@ -1,7 +1,8 @@
 """Agents: a batch of prompts in, a batch of responses out, registered by name.
 
 Built in: ``random``, ``expert`` (the env's privileged expert), ``hf`` (a local transformers
-model, the embedded SmolLM2 by default) and ``openai`` (any OpenAI-compatible endpoint).
+model, the embedded SmolLM2 by default), ``openai`` (any OpenAI-compatible endpoint) and the
+env-specific scripted agents (``math-coder``, ``math-random``, ...).
 """
 
 from wrappers.agents import math_scripted, openai_chat, scripted
