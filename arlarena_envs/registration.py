@@ -40,6 +40,9 @@ ENV_SPECS: dict[str, EnvSpec] = {
     ),
     "ARLArena/ALFWorld-v0": EnvSpec("arlarena_envs.alfworld.env:ALFWorldEnv", 50),
     "ARLArena/WebShop-v0": EnvSpec("arlarena_envs.webshop.env:WebShopEnv", 15),
+    "ARLArena/WebShop-Small-v0": EnvSpec(
+        "arlarena_envs.webshop.env:WebShopEnv", 15, {"products": 1000}
+    ),
     "ARLArena/TIRMath-v0": EnvSpec("arlarena_envs.tir_math.env:TIRMathEnv", 5),
 }
 

@@ -2,10 +2,11 @@
 
 Built in: ``random``, ``expert`` (the env's privileged expert), ``hf`` (a local transformers
 model, the embedded SmolLM2 by default), ``openai`` (any OpenAI-compatible endpoint) and the
-env-specific scripted agents (``math-coder``, ``math-random``, ...).
+env-specific scripted agents (``math-coder``, ``math-random``, ``webshop-heuristic``,
+``webshop-random``).
 """
 
-from wrappers.agents import math_scripted, openai_chat, scripted
+from wrappers.agents import math_scripted, openai_chat, scripted, webshop_heuristic
 from wrappers.agents.base import AGENTS, Agent, AgentError, AgentRequest, make_agent, register_agent
 from wrappers.agents.hf import HFAgent
 
@@ -20,4 +21,5 @@ __all__ = [
     "openai_chat",
     "register_agent",
     "scripted",
+    "webshop_heuristic",
 ]
