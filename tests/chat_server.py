@@ -1,13 +1,18 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
 
 It speaks the real HTTP protocol (``POST /v1/chat/completions``, JSON in and out, ``usage``
-fields), so the ``openai`` client is exercised end to end. ``responder`` decides each answer;
-``fail_first`` requests get ``status`` (e.g. 429) first, and ``hang_after`` makes every later
-request hang until the server stops.
+fields), so the ``openai`` client is exercised end to end. ``responder`` decides each answer
+from the messages (or from the messages and the whole request body, if it takes two
+arguments); ``models`` serves several model names, each with its own responder (other names
+get a 404). Failure modes: ``fail_first`` requests get ``status`` (e.g. 429) first;
+``hang_after`` makes every later request hang until the server stops; ``broken`` makes every
+answer ``"malformed"`` (a 200 whose body is cut-off JSON) or ``"empty_choices"``; ``delay``
+slows every answer down.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -15,23 +20,40 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+Responder = Callable[..., str]
+
 
 def always(text: str) -> Callable[[list[dict[str, Any]]], str]:
     return lambda messages: text
 
 
+def _call(responder: Responder, body: dict[str, Any]) -> str:
+    if len(inspect.signature(responder).parameters) >= 2:
+        return responder(body["messages"], body)
+    return responder(body["messages"])
+
+
 class ChatServer:
     def __init__(
         self,
-        responder: Callable[[list[dict[str, Any]]], str],
+        responder: Responder | None = None,
         *,
         fail_first: int = 0,
         status: int = 429,
         hang_after: int | None = None,
         model: str = "test-model",
+        models: dict[str, Responder] | None = None,
+        broken: str | None = None,
+        delay: float = 0.0,
     ) -> None:
-        self.responder, self.fail_first, self.status = responder, fail_first, status
+        if broken not in (None, "malformed", "empty_choices"):
+            raise ValueError(f"unknown failure mode {broken!r}")
+        self.responders = dict(models or {})
+        if responder is not None:
+            self.responders.setdefault(model, responder)
+        self.fail_first, self.status = fail_first, status
         self.hang_after, self.model = hang_after, model
+        self.broken, self.delay = broken, delay
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -46,28 +68,40 @@ class ChatServer:
                 with server.lock:
                     server.requests.append(body)
                     count = len(server.requests)
+                if server.delay:
+                    time.sleep(server.delay)
                 if count <= server.fail_first:
                     return self._send(server.status, {"error": {"message": "slow down"}},
                                       {"Retry-After": "0.05"})
                 if server.hang_after is not None and count > server.hang_after:
                     server.stopping.wait(60)
                     return None
-                content = server.responder(body["messages"])
+                responder = server.responders.get(body["model"])
+                if responder is None:
+                    return self._send(404, {"error": {"message": f"no model {body['model']}"}})
+                if server.broken == "malformed":
+                    return self._send_raw(200, b'{"id": "chatcmpl-1", "choices": [{"index')
+                content = _call(responder, body)
                 prompt_tokens = sum(len(str(m["content"]).split()) for m in body["messages"])
+                choices = [] if server.broken == "empty_choices" else [
+                    {"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}
+                ]
                 return self._send(200, {
                     "id": f"chatcmpl-{count}",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
+                    "choices": choices,
                     "usage": {"prompt_tokens": prompt_tokens,
                               "completion_tokens": len(content.split()),
                               "total_tokens": prompt_tokens + len(content.split())},
                 })
 
             def _send(self, code: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_raw(code, json.dumps(payload).encode(), headers)
+
+            def _send_raw(self, code: int, data: bytes, headers: dict | None = None) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

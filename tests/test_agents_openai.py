@@ -97,3 +97,118 @@ def test_eval_keeps_results_when_the_server_hangs_and_resumes(tmp_path, capsys):
         steps = [r["step"] for r in records if r["type"] == "turn" and r["episode_id"] == episode]
         assert steps == list(range(len(steps)))
     assert all(r["format_ok"] for r in records if r["type"] == "turn")
+
+
+# ---------------------------------------------------------------- errors per episode
+def _eval(server: ChatServer, out, *extra: str) -> int:
+    return main(["eval", "--env", "sokoban", "--agent", "openai", "--model", "test-model",
+                 "--base-url", server.base_url, "--out", str(out), "--no-progress",
+                 "--max-retries", "1", *extra])
+
+
+@pytest.mark.parametrize("failure", [
+    {"broken": "malformed"}, {"broken": "empty_choices"}, {"fail_first": 10**9, "status": 500},
+])
+def test_a_broken_server_ends_each_episode_with_an_error_not_the_run(tmp_path, capsys, failure):
+    with ChatServer(always(UP), **failure) as server:
+        agent = _agent(server, max_retries=1)
+        (reply,) = agent.respond([AgentRequest("p")])
+        assert reply.text == "" and "failed 2 times" in reply.error
+        status = _eval(server, tmp_path, "--episodes", "3", "--batch-size", "2")
+    out, err = capsys.readouterr()
+    assert status == 1 and "3 episode(s) of openai:test-model ended with an error" in err
+    (path,) = tmp_path.glob("*.jsonl")
+    episodes = [r for r in read_records(path) if r["type"] == "episode"]
+    assert len(episodes) == 3 and all(e["error"] and not e["won"] for e in episodes)
+    assert not [r for r in read_records(path) if r["type"] == "turn"]
+    assert "| openai:test-model | ARLArena/Sokoban-v0 | all | 3 | 0.0% |" in out
+    assert out.split("\n")[2].split("|")[9].strip() == "3"  # the errors column
+    # Two attempts (1 retry) per episode, three episodes, plus the direct respond() above.
+    assert len(server.requests) == 2 + 3 * 2
+
+
+def test_resume_retries_the_episodes_that_ended_with_an_error(tmp_path, capsys):
+    with ChatServer(always(UP), broken="empty_choices") as server:
+        assert _eval(server, tmp_path, "--episodes", "2") == 1
+    with ChatServer(always(UP)) as server:
+        assert _eval(server, tmp_path, "--episodes", "2", "--resume") == 0
+    (path,) = tmp_path.glob("*.jsonl")
+    episodes = [r for r in read_records(path) if r["type"] == "episode"]
+    assert sorted(e["episode_id"] for e in episodes) == ["seed=0/sample=0", "seed=1/sample=0"]
+    assert all(e["error"] is None and e["turns"] > 0 for e in episodes)
+
+
+# ---------------------------------------------------------------- usage, cost, cache, budget
+def test_usage_and_cost_are_counted_per_episode(tmp_path, capsys):
+    prices = '{"test-model": {"prompt": 2.0, "completion": 10.0}}'
+    with ChatServer(always(UP)) as server:
+        assert _eval(server, tmp_path, "--episodes", "2", "--prices", prices) == 0
+    records = list(read_records(next(tmp_path.glob("*.jsonl"))))
+    for episode in (r for r in records if r["type"] == "episode"):
+        turns = [r for r in records if r["type"] == "turn"
+                 and r["episode_id"] == episode["episode_id"]]
+        usage = episode["usage"]
+        assert usage["requests"] == len(turns) == episode["turns"]
+        assert usage["completion_tokens"] == 2 * len(turns)  # UP is two words
+        assert usage["prompt_tokens"] == sum(t["usage"]["prompt_tokens"] for t in turns) > 0
+        expected = (usage["prompt_tokens"] * 2.0 + usage["completion_tokens"] * 10.0) / 1e6
+        assert usage["cost"] == pytest.approx(expected)
+    out, err = capsys.readouterr()
+    assert "tokens/ep" in out and "cost $" in out
+    assert "requests answered by the server, 0 from the cache" in err
+
+
+def test_cache_makes_a_rerun_free_and_keeps_samples_apart(tmp_path):
+    counter = iter(range(10**6))
+
+    def fresh(messages):  # a new answer on every call, like sampling at T > 0
+        return f"<think>sample {next(counter)}</think><action>up</action>"
+
+    args = ["--episodes", "2", "--samples", "2", "--temperature", "0.8",
+            "--cache-dir", str(tmp_path / "cache")]
+    with ChatServer(fresh) as server:
+        assert _eval(server, tmp_path / "a", *args) == 0
+        sent = len(server.requests)
+        assert _eval(server, tmp_path / "b", *args) == 0
+        assert len(server.requests) == sent  # the rerun made no request at all
+    (a,), (b,) = (tmp_path / "a").glob("*.jsonl"), (tmp_path / "b").glob("*.jsonl")
+    assert list(read_records(a)) == list(read_records(b))
+    first = {(r["seed"], r["sample"]): r["response"] for r in read_records(a)
+             if r["type"] == "turn" and r["step"] == 0}
+    assert first[(0, 0)] != first[(0, 1)] and first[(1, 0)] != first[(1, 1)]
+
+
+def test_greedy_samples_share_the_cache_and_sampled_ones_do_not(tmp_path):
+    with ChatServer(always(UP)) as server:
+        greedy = _agent(server, temperature=0.0, cache=tmp_path / "g")
+        greedy.act([AgentRequest("p", sample=0)])
+        greedy.act([AgentRequest("p", sample=1)])
+        assert len(server.requests) == 1 and greedy.usage()["cache_hits"] == 1
+        sampled = _agent(server, temperature=0.7, cache=tmp_path / "s", seed=3)
+        sampled.act([AgentRequest("p", sample=0)])
+        sampled.act([AgentRequest("p", sample=1)])
+        sampled.act([AgentRequest("p", sample=1)])
+        assert len(server.requests) == 3
+        seeds = [r["seed"] for r in server.requests[1:]]
+        assert seeds[0] != seeds[1]  # per-request seeds differ between samples
+        for agent in (greedy, sampled):
+            agent.close()
+
+
+def test_the_request_budget_stops_the_run_cleanly(tmp_path, capsys):
+    args = ["--episodes", "4", "--batch-size", "1", "--cache-dir", str(tmp_path / "cache")]
+    with ChatServer(always(UP)) as server:
+        assert _eval(server, tmp_path, *args, "--max-requests", "20") == 0
+        assert len(server.requests) == 20
+        err = capsys.readouterr().err
+        assert "the request budget of 20 is spent" in err and "--resume" in err
+        (path,) = tmp_path.glob("*.jsonl")
+        kept = [r for r in read_records(path) if r["type"] == "episode"]
+        assert 1 <= len(kept) < 4  # 15 turns per episode unless "up" solves it
+        assert _eval(server, tmp_path, *args, "--resume") == 0
+    records = list(read_records(path))
+    ids = [r["episode_id"] for r in records if r["type"] == "episode"]
+    assert len(ids) == len(set(ids)) == 4
+    turns = sum(1 for r in records if r["type"] == "turn")
+    # The cache answered the turns of the episode the budget interrupted.
+    assert len(server.requests) == turns

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from arlarena_baselines.evaluation import (
     read_records,
     summarize,
 )
+from tests.chat_server import ChatServer
 from wrappers.agents import make_agent
 
 
@@ -127,3 +129,48 @@ def test_report_command_reads_result_files(tmp_path, capsys):
     assert "| expert | ARLArena/Sokoban-v0 | all | 3 |" in capsys.readouterr().out
     (tmp_path / "empty.jsonl").write_text(json.dumps({"type": "turn"}) + "\n")
     assert main(["report", str(tmp_path / "empty.jsonl")]) == 1
+
+
+def _seeded_move(messages, body):
+    """A reproducible 'sample': the move depends on the prompt and the request's seed only."""
+    digest = hashlib.sha256(f"{body.get('seed')}|{messages[-1]['content']}".encode()).digest()
+    move = ("up", "down", "left", "right")[digest[0] % 4]
+    return f"<think>Sampled with seed {body.get('seed')}.</think><action>{move}</action>"
+
+
+def test_api_eval_resumes_after_sigkill_with_the_cache_and_pays_nothing_twice(tmp_path):
+    args = ["eval", "--env", "sokoban", "--agent", "openai", "--model", "m", "--episodes", "4",
+            "--samples", "2", "--temperature", "0.7", "--api-seed", "7", "--batch-size", "1",
+            "--no-progress"]
+    killed, full = tmp_path / "killed", tmp_path / "full"
+    path = killed / "Sokoban-v0__openai_m.jsonl"
+    with ChatServer(_seeded_move, model="m", delay=0.005) as server:
+        run = [*args, "--base-url", server.base_url, "--cache-dir", str(tmp_path / "cache")]
+        proc = subprocess.Popen([sys.executable, "-m", "arlarena_baselines.cli", *run,
+                                 "--out", str(killed)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if path.exists() and sum('"type": "episode"' in line for line in path.open()) >= 2:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert 2 <= len(_episodes(path)) < 8, "the run finished before it could be killed"
+        assert main([*run, "--out", str(killed), "--resume"]) == 0
+        paid = len(server.requests)
+        assert main([*args, "--base-url", server.base_url, "--cache-dir",
+                     str(tmp_path / "fresh-cache"), "--out", str(full)]) == 0
+        uninterrupted = len(server.requests) - paid
+    resumed, reference = list(read_records(path)), list(read_records(full / path.name))
+    key = lambda r: (r["episode_id"], r["type"], r.get("step", -1))  # noqa: E731
+    assert sorted(resumed, key=key) == sorted(reference, key=key)
+    ids = [r["episode_id"] for r in resumed if r["type"] == "episode"]
+    assert len(ids) == len(set(ids)) == 8
+    turns = sum(r["type"] == "turn" for r in reference)
+    assert uninterrupted == turns
+    # Killed + resumed runs paid each turn once, but for at most the one request in flight.
+    assert turns <= paid <= turns + 1
+    samples = {(r["seed"], r["sample"]): r["response"] for r in reference
+               if r["type"] == "turn" and r["step"] == 0}
+    assert samples[(0, 0)] != samples[(0, 1)]  # rollouts of one task are different samples

@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = ["register"]
 
+_API_AGENTS = ("openai", "debate", "aggressive-debate")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -22,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env", default="sokoban", help="env name (sokoban, alfworld, webshop, "
                    "math) or a full ARLArena/... id")
     p.add_argument("--agent", default="expert",
-                   help="comma-separated agents: expert, random, hf, openai, or any registered")
+                   help="comma-separated agents: expert, random, hf, openai, debate, "
+                   "aggressive-debate, or any registered")
     p.add_argument("--episodes", type=int, default=50, help="tasks (env seeds) to run")
     p.add_argument("--samples", type=int, default=1, help="rollouts per task (for pass@k)")
     p.add_argument("--seed", type=int, default=0, help="first env seed")
@@ -32,12 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format-penalty", type=float, default=0.1)
     p.add_argument("--batch-size", type=int, default=16, help="episodes in flight at once")
     p.add_argument("--out", default="results", help="directory for the JSONL results")
-    p.add_argument("--resume", action="store_true", help="continue existing results files")
+    p.add_argument("--resume", action="store_true", help="continue existing results files "
+                   "(episodes that ended with an error are run again)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    g = p.add_argument_group("model agents (hf, openai)")
+    g = p.add_argument_group("model agents (hf, openai, debate)")
     g.add_argument("--model", default=None, help="hf: path/id (default: embedded SmolLM2); "
-                   "openai: model name (default $OPENAI_MODEL)")
+                   "openai: model name (default $OPENAI_MODEL); debate: model of 3 debaters")
     g.add_argument("--base-url", default=None, help="openai: endpoint (default $OPENAI_BASE_URL)")
     g.add_argument("--api-key", default=None, help="openai: key (default $OPENAI_API_KEY)")
     g.add_argument("--max-tokens", type=int, default=256, help="response token budget")
@@ -46,26 +50,76 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
     g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request")
     g.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
+    a = p.add_argument_group("API evaluation at scale (openai, debate)")
+    a.add_argument("--cache-dir", default=None, help="keep every response in DIR/responses."
+                   "sqlite, keyed by model, messages, sampling and sample index: a rerun "
+                   "costs nothing")
+    a.add_argument("--max-requests", type=int, default=None, help="request budget of this "
+                   "command: stop cleanly, results kept, when it is spent")
+    a.add_argument("--prices", default=None, help="JSON (or a .json/.yaml file) of model -> "
+                   '{"prompt": USD, "completion": USD} per million tokens, for costs')
+    a.add_argument("--api-seed", type=int, default=None, help="send per-request seeds derived "
+                   "from this, the sample index and the debater (servers that honour seeds "
+                   "then repeat samples)")
+    d = p.add_argument_group("debate agents (debate, aggressive-debate)")
+    d.add_argument("--debaters", default=None, help="model@http://host:port/v1,model@... "
+                   "(no @url: --base-url), or a YAML/JSON file with debaters, judge, rounds, "
+                   "decision, prices")
+    d.add_argument("--judge", default=None, help="model@url of the judge (decision 'judge')")
+    d.add_argument("--rounds", type=int, default=None, help="debate rounds (default 2)")
+    d.add_argument("--decision", choices=("vote", "judge"), default=None,
+                   help="final action by plurality vote or by the judge (default: judge if "
+                   "given)")
     p.set_defaults(func=run)
 
 
-def _agent_options(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def _load_prices(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    path = Path(text)
+    if path.is_file():
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
+    prices = json.loads(text)
+    if not isinstance(prices, dict):
+        raise ValueError("--prices must be a JSON object of model -> price")
+    return prices
+
+
+def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> dict[str, Any]:
     if name == "hf":
         return {"model": args.model, "max_new_tokens": args.max_tokens,
                 "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
-    if name == "openai":
-        return {"model": args.model, "base_url": args.base_url, "api_key": args.api_key,
-                "max_tokens": args.max_tokens, "temperature": args.temperature,
-                "top_p": args.top_p, "concurrency": args.concurrency, "timeout": args.timeout,
-                "max_retries": args.max_retries}
-    return {"seed": args.seed}
+    if name not in _API_AGENTS:
+        return {"seed": args.seed}
+    options = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key,
+               "max_tokens": args.max_tokens, "temperature": args.temperature,
+               "top_p": args.top_p, "concurrency": args.concurrency, "timeout": args.timeout,
+               "max_retries": args.max_retries, "seed": args.api_seed, **shared}
+    if name != "openai":
+        options.update(debaters=args.debaters, judge=args.judge, rounds=args.rounds,
+                       decision=args.decision)
+    return options
+
+
+def _spent(usage: dict[str, float]) -> str:
+    text = (f"{usage.get('requests', 0):.0f} requests answered by the server, "
+            f"{usage.get('cache_hits', 0):.0f} from the cache, "
+            f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):.0f} tokens")
+    if "cost" in usage:
+        text += f", ${usage['cost']:.4f}"
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
     import arlarena_envs
     from arlarena_baselines.evaluation import EvalConfig, evaluate, format_table, summarize
     from arlarena_baselines.evaluation.results import read_records
-    from wrappers.agents import AgentError, make_agent
+    from wrappers.agents import AgentError, BudgetExhausted, make_agent
+    from wrappers.agents.cache import RequestBudget, ResponseCache
 
     if args.resume and args.overwrite:
         print("error: --resume and --overwrite exclude each other", file=sys.stderr)
@@ -73,7 +127,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         env_id = arlarena_envs.resolve_env_id(args.env)
         env_kwargs = json.loads(args.env_kwargs)
-    except (ValueError, json.JSONDecodeError) as error:
+        prices = _load_prices(args.prices)
+        budget = RequestBudget(args.max_requests)
+    except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     config = EvalConfig(
@@ -82,33 +138,55 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, env_kwargs=env_kwargs,
         reset_options={"split": args.split} if args.split else {},
     )
+    cache = ResponseCache(args.cache_dir) if args.cache_dir else None
+    shared = {"cache": cache, "budget": budget, "prices": prices}
     paths = []
     status = 0
-    for name in [a.strip() for a in args.agent.split(",") if a.strip()]:
-        try:
-            agent = make_agent(name, **_agent_options(name, args))
-        except (ValueError, ModuleNotFoundError, OSError) as error:
-            print(f"error: agent {name!r}: {error}", file=sys.stderr)
-            return 2
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{env_id.split('/')[-1]}__{agent.name}")
-        path = Path(args.out) / f"{label}.jsonl"
-        if path.exists() and args.overwrite:
-            path.unlink()
-        if path.exists() and not args.resume:
-            print(f"error: {path} exists; pass --resume to continue it or --overwrite",
-                  file=sys.stderr)
-            return 2
-        try:
-            evaluate(config, agent, path, resume=args.resume, progress=not args.no_progress)
-        except AgentError as error:
-            print(f"error: {agent.name} stopped the run: {error}\n"
-                  f"finished episodes are kept in {path}; rerun with --resume", file=sys.stderr)
-            status = 1
-        finally:
-            agent.close()
-        paths.append(path)
-        if status:
-            break
+    try:
+        for name in [a.strip() for a in args.agent.split(",") if a.strip()]:
+            try:
+                agent = make_agent(name, **_agent_options(name, args, shared))
+            except (ValueError, ModuleNotFoundError, OSError) as error:
+                print(f"error: agent {name!r}: {error}", file=sys.stderr)
+                return 2
+            label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{env_id.split('/')[-1]}__{agent.name}")
+            path = Path(args.out) / f"{label}.jsonl"
+            if path.exists() and args.overwrite:
+                path.unlink()
+            if path.exists() and not args.resume:
+                print(f"error: {path} exists; pass --resume to continue it or --overwrite",
+                      file=sys.stderr)
+                agent.close()
+                return 2
+            stop = False
+            try:
+                evaluate(config, agent, path, resume=args.resume, progress=not args.no_progress)
+            except BudgetExhausted as error:
+                print(f"stopped: {error}; finished episodes are kept in {path}; rerun with "
+                      "--resume (and a new --max-requests) to continue", file=sys.stderr)
+                stop = True
+            except AgentError as error:
+                print(f"error: {agent.name} stopped the run: {error}\nfinished episodes are "
+                      f"kept in {path}; rerun with --resume", file=sys.stderr)
+                status, stop = 1, True
+            finally:
+                usage = agent.usage()
+                agent.close()
+            if name in _API_AGENTS:
+                print(f"{agent.name}: {_spent(usage)}", file=sys.stderr)
+            paths.append(path)
+            records = list(read_records(path)) if path.exists() else []
+            failed = sum(1 for r in records if r.get("type") == "episode" and r.get("error"))
+            if failed:
+                print(f"{failed} episode(s) of {agent.name} ended with an error (see their "
+                      f"'error' field in {path}); rerun with --resume to retry them",
+                      file=sys.stderr)
+                status = 1
+            if stop:
+                break
+    finally:
+        if cache is not None:
+            cache.close()
     records = [r for path in paths if path.exists() for r in read_records(path)]
     print(format_table(summarize(records)))
     print("results: " + ", ".join(str(p) for p in paths))

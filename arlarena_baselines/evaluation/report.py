@@ -1,18 +1,30 @@
 """Summaries of episode records: the results table, per-task-type rows and pass@k.
 
-Holds :func:`pass_at_k` (the unbiased estimator of Chen et al., 2021), :func:`summarize` and
-:func:`format_table` (markdown).
+Holds :func:`pass_at_k` (the unbiased estimator of Chen et al., 2021), :func:`summarize`,
+:func:`format_table` (markdown), :func:`format_comparison` (the study's comparison: per env,
+one row per agent or method, one column per task type) and :func:`write_csv`.
+
+Episodes that ended with an ``error`` count as failures (the ``errors`` column says how many),
+so an unreliable endpoint never makes an agent look better than it is.
 """
 
 from __future__ import annotations
 
+import csv
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import comb
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["Summary", "format_table", "pass_at_k", "summarize"]
+__all__ = [
+    "Summary",
+    "format_comparison",
+    "format_table",
+    "pass_at_k",
+    "summarize",
+    "write_csv",
+]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -36,6 +48,11 @@ class Summary:
     score: float
     valid_format: float
     turns: float
+    errors: int = 0
+    tokens: float | None = None
+    """Mean prompt + completion tokens per episode (``None``: the agent reports no usage)."""
+    cost: float | None = None
+    """Total cost in USD (``None``: no price known)."""
     pass_at: dict[int, float] = field(default_factory=dict)
 
 
@@ -52,7 +69,14 @@ def _row(agent: str, env: str, group: str, episodes: Sequence[dict[str, Any]]) -
         score=sum(float(e["score"]) for e in episodes) / n,
         valid_format=valid / turns if turns else 0.0,
         turns=turns / n,
+        errors=sum(bool(e.get("error")) for e in episodes),
     )
+    usages = [e["usage"] for e in episodes if e.get("usage")]
+    if usages:
+        row.tokens = sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+                         for u in usages) / n
+    if any("cost" in u for u in usages):
+        row.cost = sum(u.get("cost", 0.0) for u in usages)
     by_task: dict[Any, list[bool]] = defaultdict(list)
     for e in episodes:
         by_task[e["seed"]].append(bool(e["won"]))
@@ -65,11 +89,24 @@ def _row(agent: str, env: str, group: str, episodes: Sequence[dict[str, Any]]) -
     return row
 
 
+def _is_episode(record: dict[str, Any]) -> bool:
+    """An episode record with the fields a summary reads (others, e.g. hand-edited, are
+    skipped)."""
+    number = (int, float)
+    return (
+        record.get("type") == "episode"
+        and isinstance(record.get("agent"), str) and isinstance(record.get("env"), str)
+        and isinstance(record.get("turns"), int) and isinstance(record.get("valid_turns"), int)
+        and isinstance(record.get("score"), number) and isinstance(record.get("seed"), int)
+        and isinstance(record.get("usage", {}), dict)
+    )
+
+
 def summarize(records: Iterable[dict[str, Any]]) -> list[Summary]:
     """Rows per (agent, env): overall, then per ``task_type`` and per ``dataset`` if present."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
-        if record.get("type") == "episode":
+        if _is_episode(record):
             groups[(record["agent"], record["env"])].append(record)
     rows = []
     for (agent, env), episodes in groups.items():
@@ -85,15 +122,74 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[Summary]:
     return rows
 
 
-def format_table(rows: Sequence[Summary]) -> str:
-    """The rows as a markdown table (pass@k columns appear when any row has them)."""
-    ks = sorted({k for r in rows for k in r.pass_at})
-    head = ["agent", "env", "group", "episodes", "success", "score", "valid format", "turns"]
-    head += [f"pass@{k}" for k in ks]
+def _markdown(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines)
+
+
+def format_table(rows: Sequence[Summary]) -> str:
+    """The rows as a markdown table.
+
+    Usage columns (tokens per episode, cost) appear when any row has them, then pass@k
+    columns when any row has them.
+    """
+    ks = sorted({k for r in rows for k in r.pass_at})
+    tokens = any(r.tokens is not None for r in rows)
+    cost = any(r.cost is not None for r in rows)
+    head = ["agent", "env", "group", "episodes", "success", "score", "valid format", "turns",
+            "errors"]
+    head += ["tokens/ep"] * tokens + ["cost $"] * cost + [f"pass@{k}" for k in ks]
+    body = []
     for r in rows:
         cells = [r.agent, r.env, r.group, str(r.episodes), f"{r.success:.1%}", f"{r.score:.3f}",
-                 f"{r.valid_format:.1%}", f"{r.turns:.1f}"]
+                 f"{r.valid_format:.1%}", f"{r.turns:.1f}", str(r.errors)]
+        cells += [f"{r.tokens:.0f}" if r.tokens is not None else ""] * tokens
+        cells += [f"{r.cost:.4f}" if r.cost is not None else ""] * cost
         cells += [f"{r.pass_at[k]:.1%}" if k in r.pass_at else "" for k in ks]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    return _markdown(head, body)
+
+
+def format_comparison(rows: Sequence[Summary]) -> str:
+    """The study's comparison: per env a table, one row per agent, one column per task type.
+
+    Each cell is ``success / mean score`` of that agent on that slice (``all`` = every
+    episode); ``errors`` counts episodes that ended with an error.
+    """
+    by_env: dict[str, list[Summary]] = defaultdict(list)
+    for row in rows:
+        by_env[row.env].append(row)
+    sections = []
+    for env, env_rows in by_env.items():
+        agents = list(dict.fromkeys(r.agent for r in env_rows))
+        types = sorted({r.group for r in env_rows if r.group.startswith("task_type=")})
+        cell = {(r.agent, r.group): r for r in env_rows}
+        head = ["agent", "episodes", "errors", "all"] + [t.split("=", 1)[1] for t in types]
+        body = []
+        for agent in agents:
+            overall = cell[(agent, "all")]
+            cells = [agent, str(overall.episodes), str(overall.errors)]
+            for group in ["all", *types]:
+                r = cell.get((agent, group))
+                cells.append(f"{r.success:.1%} / {r.score:.3f}" if r else "")
+            body.append(cells)
+        sections.append(f"### {env}\n\n" + _markdown(head, body))
+    return "\n\n".join(sections) + "\n\ncells: success / mean score"
+
+
+def write_csv(rows: Sequence[Summary], handle: IO[str]) -> None:
+    """The rows in long form (one line per agent × env × group), for spreadsheets and pandas."""
+    ks = sorted({k for r in rows for k in r.pass_at})
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(["agent", "env", "group", "episodes", "errors", "success", "score",
+                     "valid_format", "turns", "tokens_per_episode", "cost_usd"]
+                    + [f"pass@{k}" for k in ks])
+    for r in rows:
+        writer.writerow(
+            [r.agent, r.env, r.group, r.episodes, r.errors, f"{r.success:.6g}", f"{r.score:.6g}",
+             f"{r.valid_format:.6g}", f"{r.turns:.6g}",
+             "" if r.tokens is None else f"{r.tokens:.6g}",
+             "" if r.cost is None else f"{r.cost:.6g}"]
+            + [f"{r.pass_at[k]:.6g}" if k in r.pass_at else "" for k in ks]
+        )

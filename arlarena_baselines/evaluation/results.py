@@ -3,7 +3,7 @@
 Every turn is one ``{"type": "turn", ...}`` line and every finished episode one
 ``{"type": "episode", ...}`` line, flushed at once. :func:`prepare_resume` keeps exactly the lines
 of finished episodes (a torn last line from a killed run is dropped), so a resumed run redoes only
-the episode that was in flight and never duplicates one.
+the episodes that were in flight or ended with an ``error``, and never duplicates one.
 """
 
 from __future__ import annotations
@@ -14,23 +14,41 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ResultsWriter", "prepare_resume", "read_records"]
+__all__ = ["ResultsWriter", "prepare_resume", "read_labelled", "read_records"]
 
 
 def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the JSON records of ``path``, skipping a torn (incomplete) line."""
-    with open(path, encoding="utf-8") as handle:
+    """Yield the JSON records of ``path``, skipping a torn (incomplete) last line and any line
+    that is not a JSON object."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if not line.endswith("\n"):
                 break
             try:
-                yield json.loads(line)
+                record = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(record, dict):
+                yield record
+
+
+def read_labelled(spec: str) -> list[dict[str, Any]]:
+    """The records of ``[LABEL=]PATH``; with a label, every record's ``agent`` becomes it.
+
+    Labels name result files by method (``GiGPO=results/a.jsonl``) in reports and analyses.
+    A path that itself contains ``=`` and exists is read as a path.
+    """
+    label, eq, path = spec.partition("=")
+    if not eq or not label or Path(spec).exists():
+        return list(read_records(spec))
+    return [{**record, "agent": label} for record in read_records(path)]
 
 
 def prepare_resume(path: str | Path) -> set[str]:
-    """Drop the lines of unfinished episodes from ``path``; return the finished episode ids.
+    """Drop the lines of unfinished or failed episodes from ``path``; return the finished ids.
+
+    An episode that ended with an ``error`` (e.g. the server answered garbage) counts as
+    unfinished, so resuming runs it again.
 
     The file is rewritten atomically (temporary file + rename), so a crash here loses nothing.
     """
@@ -38,7 +56,7 @@ def prepare_resume(path: str | Path) -> set[str]:
     if not path.exists():
         return set()
     records = list(read_records(path))
-    done = {r["episode_id"] for r in records if r.get("type") == "episode"}
+    done = {r["episode_id"] for r in records if r.get("type") == "episode" and not r.get("error")}
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         for record in records:

@@ -1,8 +1,11 @@
 """Drives episodes of an env with an agent through the wrapper stack, batched across episodes.
 
 :func:`evaluate` runs ``episodes`` tasks × ``samples`` rollouts (all rollouts of a task on the
-same env seed), asks the agent for every live episode's response in one batch per turn, and
-writes each turn and each finished episode to JSONL as it goes (see :mod:`.results`).
+same env seed), asks the agent for every live episode's response in one batch per turn
+(:meth:`Agent.respond <wrappers.agents.base.Agent.respond>`), and writes each turn and each
+finished episode to JSONL as it goes (see :mod:`.results`). What an agent reports per request
+lands in the records: ``usage`` summed per episode, a debate's ``transcript`` in the turn, and
+an ``error`` ends that episode only (its record carries the error; resume retries it).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from tqdm.auto import tqdm
 
 import arlarena_envs
 from arlarena_baselines.evaluation.results import ResultsWriter, prepare_resume
-from wrappers.agents.base import Agent, AgentRequest
+from wrappers.agents.base import Agent, AgentReply, AgentRequest, add_usage
 from wrappers.prompt import PromptWrapper
 
 __all__ = ["Episode", "EvalConfig", "episode_id", "evaluate", "make_env"]
@@ -74,6 +77,7 @@ class Episode:
     turns: int = 0
     valid_turns: int = 0
     total_reward: float = 0.0
+    usage: dict[str, float] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -98,9 +102,11 @@ def evaluate(
     """Run the evaluation; return the episode records written by this call.
 
     With ``resume``, episodes already finished in ``results_path`` are skipped and the turns of
-    an interrupted episode are discarded first. Without it, an existing file is an error (so a
-    run never silently mixes with an old one). Agent errors propagate after everything finished
-    so far has been written.
+    an interrupted episode are discarded first (episodes that ended with an error are run
+    again). Without it, an existing file is an error (so a run never silently mixes with an old
+    one). An error in one reply ends that episode with an ``error`` record; an
+    :class:`~wrappers.agents.base.AgentError` raised by the agent (endpoint down, request
+    budget spent) propagates after everything finished so far has been written.
     """
     results_path = Path(results_path)
     if results_path.exists() and not resume:
@@ -126,10 +132,12 @@ def evaluate(
                     live.append(Episode(env, nxt[0], nxt[1], prompt, info, info.get("task", "")))
                 if not live:
                     break
-                responses = agent.act([AgentRequest(e.prompt, e.info, e.env) for e in live])
+                replies = agent.respond(
+                    [AgentRequest(e.prompt, e.info, e.env, e.sample) for e in live]
+                )
                 still: list[Episode] = []
-                for episode, response in zip(live, responses, strict=True):
-                    ended = _step(episode, response, writer, agent.name, env_name)
+                for episode, reply in zip(live, replies, strict=True):
+                    ended = _step(episode, reply, writer, agent.name, env_name)
                     if ended is None:
                         still.append(episode)
                         continue
@@ -145,15 +153,18 @@ def evaluate(
 
 
 def _step(
-    episode: Episode, response: str, writer: ResultsWriter, agent: str, env: str
+    episode: Episode, reply: AgentReply, writer: ResultsWriter, agent: str, env: str
 ) -> dict[str, Any] | None:
-    """Apply one response; write the turn; return the episode record if it ended."""
+    """Apply one reply; write the turn; return the episode record if it ended."""
+    add_usage(episode.usage, reply.usage)
+    if reply.error is not None:
+        return _finish(episode, writer, agent, env, episode.info, reply.error)
     prompt, anchor = episode.prompt, episode.info.get("anchor", "")
-    obs, reward, terminated, truncated, info = episode.env.step(response)
+    obs, reward, terminated, truncated, info = episode.env.step(reply.text)
     episode.turns += 1
     episode.valid_turns += bool(info.get("format_ok"))
     episode.total_reward += reward
-    writer.write({
+    turn = {
         "type": "turn",
         "episode_id": episode.id,
         "agent": agent,
@@ -162,7 +173,7 @@ def _step(
         "sample": episode.sample,
         "step": episode.turns - 1,
         "prompt": prompt,
-        "response": response,
+        "response": reply.text,
         "parsed_action": info.get("parsed_action"),
         "format_ok": info.get("format_ok"),
         "format_error": info.get("format_error"),
@@ -173,10 +184,28 @@ def _step(
         "won": info.get("won", False),
         "terminated": terminated,
         "truncated": truncated,
-    })
+    }
+    if reply.usage:
+        turn["usage"] = reply.usage
+    if reply.transcript is not None:
+        turn["transcript"] = reply.transcript
+    writer.write(turn)
     episode.prompt, episode.info = obs, info
     if not (terminated or truncated):
         return None
+    return _finish(episode, writer, agent, env, info, None)
+
+
+def _finish(
+    episode: Episode,
+    writer: ResultsWriter,
+    agent: str,
+    env: str,
+    info: dict[str, Any],
+    error: str | None,
+) -> dict[str, Any]:
+    """Write and return the episode record (``error``: why it ended early, else ``None``)."""
+    won = bool(info.get("won", False)) and error is None
     record = {
         "type": "episode",
         "episode_id": episode.id,
@@ -187,11 +216,14 @@ def _step(
         "task": episode.task,
         "task_type": info.get("task_type"),
         "dataset": info.get("dataset"),
-        "won": bool(info.get("won", False)),
-        "score": float(info.get("score", float(bool(info.get("won", False))))),
+        "won": won,
+        "score": float(info.get("score", float(won))) if error is None else 0.0,
         "return": episode.total_reward,
         "turns": episode.turns,
         "valid_turns": episode.valid_turns,
+        "error": error,
     }
+    if episode.usage:
+        record["usage"] = episode.usage
     writer.write(record)
     return record

@@ -1,21 +1,41 @@
 """Agents: a batch of prompts in, a batch of responses out, registered by name.
 
 Built in: ``random``, ``expert`` (the env's privileged expert), ``hf`` (a local transformers
-model, the embedded SmolLM2 by default), ``openai`` (any OpenAI-compatible endpoint) and the
-env-specific scripted agents (``math-coder``, ``math-random``, ``webshop-heuristic``,
-``webshop-random``).
+model, the embedded SmolLM2 by default), ``openai`` (any OpenAI-compatible endpoint),
+``debate`` and ``aggressive-debate`` (several endpoints arguing), and the env-specific scripted
+agents (``math-coder``, ``math-random``, ``webshop-heuristic``, ``webshop-random``).
 """
 
-from wrappers.agents import math_scripted, openai_chat, scripted, webshop_heuristic
-from wrappers.agents.base import AGENTS, Agent, AgentError, AgentRequest, make_agent, register_agent
+from wrappers.agents import (
+    cache,
+    debate,
+    math_scripted,
+    openai_chat,
+    scripted,
+    webshop_heuristic,
+)
+from wrappers.agents.base import (
+    AGENTS,
+    Agent,
+    AgentError,
+    AgentReply,
+    AgentRequest,
+    BudgetExhausted,
+    make_agent,
+    register_agent,
+)
 from wrappers.agents.hf import HFAgent
 
 __all__ = [
     "AGENTS",
     "Agent",
     "AgentError",
+    "AgentReply",
     "AgentRequest",
+    "BudgetExhausted",
     "HFAgent",
+    "cache",
+    "debate",
     "make_agent",
     "math_scripted",
     "openai_chat",

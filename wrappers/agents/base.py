@@ -1,7 +1,9 @@
 """The agent interface: a batch of prompts in, a batch of responses out.
 
-Holds :class:`AgentRequest`, :class:`Agent`, and the agent registry (:func:`register_agent`,
-:func:`make_agent`, :data:`AGENTS`) that ``arlarena eval --agent NAME`` looks names up in.
+Holds :class:`AgentRequest`, :class:`AgentReply` (a response with its per-request metadata),
+:class:`Agent`, the errors agents raise (:class:`AgentError`, :class:`BudgetExhausted`), and the
+agent registry (:func:`register_agent`, :func:`make_agent`, :data:`AGENTS`) that
+``arlarena eval --agent NAME`` looks names up in.
 """
 
 from __future__ import annotations
@@ -13,11 +15,29 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["AGENTS", "Agent", "AgentError", "AgentRequest", "make_agent", "register_agent"]
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "AgentError",
+    "AgentReply",
+    "AgentRequest",
+    "BudgetExhausted",
+    "add_usage",
+    "make_agent",
+    "register_agent",
+]
 
 
 class AgentError(RuntimeError):
-    """An agent could not produce a response (e.g. the API server is unreachable)."""
+    """An agent could not produce a response (e.g. the API server is unreachable).
+
+    Raised from :meth:`Agent.act` / :meth:`Agent.respond`, it stops the whole run; a failure
+    that concerns one request only is an :attr:`AgentReply.error` instead.
+    """
+
+
+class BudgetExhausted(AgentError):
+    """The run's request budget is spent: the evaluation stops cleanly, results kept."""
 
 
 @dataclass
@@ -28,11 +48,45 @@ class AgentRequest:
         prompt: the full templated prompt (the ``PromptWrapper`` observation).
         info: the env's latest ``info`` (admissible actions, task, image for visual envs, …).
         env: the wrapped env; only privileged agents (the expert) read ``env.unwrapped``.
+        sample: index of this rollout among the samples of one task; sampling agents key their
+            response cache and per-request seeds on it, so rollouts differ while reruns repeat.
     """
 
     prompt: str
     info: dict[str, Any] = field(default_factory=dict)
     env: gym.Env | None = None
+    sample: int = 0
+
+
+@dataclass
+class AgentReply:
+    """One response with what the agent knows about producing it.
+
+    Attributes:
+        text: the raw response (``""`` when ``error`` is set).
+        usage: counters of this request (``requests``, ``prompt_tokens``,
+            ``completion_tokens``, ``cost`` in USD where a price is known); summed per episode.
+        transcript: how the response came about (e.g. each round of a debate), kept in the
+            turn record.
+        error: why no response could be had for this request; the runner ends that episode
+            with this error and goes on with the others.
+    """
+
+    text: str
+    usage: dict[str, float] = field(default_factory=dict)
+    transcript: Any = None
+    error: str | None = None
+
+
+def add_usage(total: dict[str, float], usage: dict[str, float]) -> dict[str, float]:
+    """Add the counters of ``usage`` into ``total`` (in place) and return ``total``.
+
+    >>> add_usage({"requests": 1}, {"requests": 2, "cost": 0.5})
+    {'requests': 3, 'cost': 0.5}
+    """
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + value
+    return total
 
 
 class Agent(ABC):
@@ -43,6 +97,14 @@ class Agent(ABC):
     @abstractmethod
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         """Return one raw response per request, in order."""
+
+    def respond(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        """Like :meth:`act`, with per-request metadata (usage, transcript, error).
+
+        The evaluation runner calls this. The default wraps :meth:`act`; agents that know more
+        (API agents, debate) override it and let ``act`` return the texts.
+        """
+        return [AgentReply(text) for text in self.act(requests)]
 
     def usage(self) -> dict[str, float]:
         """Resource counters since the last call (e.g. tokens), reset on read."""

@@ -1,28 +1,50 @@
 """An OpenAI-compatible chat-completions endpoint as an agent (OpenAI, vLLM, any proxy).
 
-Retries rate limits (429), server errors (5xx), timeouts and dropped connections with
-exponential backoff (honouring ``Retry-After``), answers requests with bounded concurrency, and
-counts token usage from the API's ``usage`` fields. A server that stays down or hangs ends in an
-:class:`~wrappers.agents.base.AgentError` naming the endpoint, never in a hang.
+Holds :class:`ChatEndpoint` (one model at one URL: retries, response cache, request budget,
+token usage and cost), :class:`OpenAIChatAgent` (the ``openai`` agent: one endpoint, requests
+answered with bounded concurrency), and the helpers the debate agents share:
+:func:`request_messages`, :func:`gather`, :func:`model_price`, :func:`open_cache`.
+
+Failures are sorted by what they mean for a run:
+
+- the endpoint cannot be used at all (unreachable, hanging, rate-limited after every retry,
+  key or model refused): :class:`~wrappers.agents.base.AgentError` is raised and the run stops,
+  keeping its results, to be resumed later;
+- one request went wrong (a 5xx after every retry, malformed JSON, no choices, another 4xx):
+  the reply carries an ``error`` and the runner ends that episode only.
+
+Retries back off exponentially and honour ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import random
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
-from wrappers.agents.base import Agent, AgentError, AgentRequest, register_agent
+from wrappers.agents.base import Agent, AgentError, AgentReply, AgentRequest, register_agent
+from wrappers.agents.cache import RequestBudget, ResponseCache, cache_key
 
-__all__ = ["OpenAIChatAgent"]
+__all__ = [
+    "ChatEndpoint",
+    "OpenAIChatAgent",
+    "gather",
+    "model_price",
+    "open_cache",
+    "request_messages",
+]
+
+T = TypeVar("T")
 
 
 def _image_part(image: np.ndarray) -> dict[str, Any]:
@@ -34,18 +56,241 @@ def _image_part(image: np.ndarray) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-@register_agent("openai")
-class OpenAIChatAgent(Agent):
-    """Chat-completions agent on the ``openai`` client.
+def request_messages(request: AgentRequest) -> list[dict[str, Any]]:
+    """The prompt as one user message; a visual env's frame replaces ``<image>``."""
+    image = request.info.get("image")
+    if image is None:
+        return [{"role": "user", "content": request.prompt}]
+    before, _, after = request.prompt.partition("<image>")
+    parts = [{"type": "text", "text": before}, _image_part(image), {"type": "text", "text": after}]
+    return [{"role": "user", "content": parts}]
+
+
+def gather(pool: Executor, calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Run ``calls`` on ``pool`` and return their results in order.
+
+    Every call finishes before an exception of one is re-raised, so the others' answers are
+    cached and counted even when the run has to stop.
+    """
+    futures = [pool.submit(call) for call in calls]
+    errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    return [f.result() for f in futures]
+
+
+class _BadReply(Exception):
+    """The server answered 200 with something that is not a usable completion."""
+
+
+def model_price(model: str, prices: dict[str, Any] | None) -> dict[str, float] | None:
+    """The price of ``model`` from a price table (USD per million prompt/completion tokens)."""
+    if not prices or model not in prices:
+        return None
+    price = prices[model]
+    if not isinstance(price, dict) or set(price) != {"prompt", "completion"}:
+        raise ValueError(
+            f"price of {model!r} must be {{'prompt': USD, 'completion': USD}} per million "
+            f"tokens, got {price!r}"
+        )
+    return {"prompt": float(price["prompt"]), "completion": float(price["completion"])}
+
+
+class ChatEndpoint:
+    """One model behind one OpenAI-compatible URL.
+
+    :meth:`complete` returns an :class:`AgentReply` whose ``usage`` holds the tokens of that
+    completion and its ``cost`` (when ``price`` is known), the same whether it came from the
+    server or from the cache, so results do not depend on what was cached. :meth:`usage` counts
+    what this process actually spent (requests sent, cache hits, tokens and cost billed).
 
     Args:
+        model: model name (also the cache's notion of "the same model": give distinct names).
         base_url: endpoint (default ``$OPENAI_BASE_URL``, else OpenAI's).
-        model: model name (default ``$OPENAI_MODEL``; required).
         api_key: key (default ``$OPENAI_API_KEY``; ``"EMPTY"`` for local servers).
         timeout: seconds per request before it counts as a timeout.
         max_retries: retries after the first attempt for retryable failures.
-        concurrency: requests in flight at once.
         backoff: first retry delay in seconds (doubles each retry, capped at 30 s).
+        seed: base of the per-request ``seed`` sent to the server (derived from it, the sample
+            index and ``tag``); ``None`` sends none.
+        cache: a :class:`ResponseCache`, or ``None``.
+        budget: the run's :class:`RequestBudget` (every attempt takes one), or ``None``.
+        price: ``{"prompt": USD, "completion": USD}`` per million tokens, or ``None``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.6,
+        top_p: float = 0.95,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        seed: int | None = None,
+        cache: ResponseCache | None = None,
+        budget: RequestBudget | None = None,
+        price: dict[str, float] | None = None,
+    ) -> None:
+        import openai
+
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            timeout=timeout,
+            max_retries=0,
+        )
+        self.sampling: dict[str, Any] = {
+            "max_tokens": max_tokens, "temperature": temperature, "top_p": top_p
+        }
+        self.seed = seed
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.cache = cache
+        self.budget = budget
+        self.price = price
+        self._lock = threading.Lock()
+        self._spent: dict[str, float] = {}
+
+    @property
+    def where(self) -> str:
+        return self.base_url or "the OpenAI API"
+
+    def complete(
+        self, messages: list[dict[str, Any]], *, sample: int = 0, tag: str = ""
+    ) -> AgentReply:
+        """One chat completion of ``messages`` for rollout ``sample`` (``tag``: who asks)."""
+        # Greedy decoding does not depend on the rollout; sampling must differ between them.
+        variant = {"sample": sample, "tag": tag} if self.sampling["temperature"] > 0 else {}
+        sampling = dict(self.sampling)
+        if self.seed is not None:
+            sampling["seed"] = int(cache_key(seed=self.seed, **variant)[:8], 16) % 2**31
+        key = cache_key(model=self.model, messages=messages, sampling=sampling, **variant)
+        stored = self.cache.get(key) if self.cache is not None else None
+        if stored is not None:
+            self._add_spent({"cache_hits": 1})
+            return self._reply(stored)
+        stored = self._request(messages, sampling)
+        if "error" in stored:
+            return AgentReply("", error=stored["error"])
+        if self.cache is not None:
+            self.cache.put(key, stored)
+        reply = self._reply(stored)
+        self._add_spent(reply.usage)
+        return reply
+
+    def _reply(self, stored: dict[str, Any]) -> AgentReply:
+        usage = {"requests": 1, "prompt_tokens": stored["prompt_tokens"],
+                 "completion_tokens": stored["completion_tokens"]}
+        if self.price is not None:
+            usage["cost"] = (stored["prompt_tokens"] * self.price["prompt"]
+                             + stored["completion_tokens"] * self.price["completion"]) / 1e6
+        return AgentReply(stored["text"], usage)
+
+    def _request(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> dict[str, Any]:
+        """The completion as ``{text, prompt_tokens, completion_tokens}`` or ``{error}``."""
+        import openai
+
+        stop_run = (openai.RateLimitError, openai.APIConnectionError)  # incl. timeouts
+        per_request = (openai.InternalServerError, openai.APIResponseValidationError,
+                       json.JSONDecodeError, _BadReply)
+        refused_run = (openai.AuthenticationError, openai.PermissionDeniedError,
+                       openai.NotFoundError)
+        error: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self._delay(attempt - 1, error))
+            if self.budget is not None:
+                self.budget.take()
+            try:
+                reply = self.client.chat.completions.create(
+                    model=self.model, messages=messages, **sampling
+                )
+                return _parse_reply(reply)
+            except stop_run + per_request as failure:
+                error = failure
+            except refused_run as failure:
+                raise AgentError(self._refused(failure)) from failure
+            except openai.APIStatusError as failure:
+                if failure.status_code not in (408, 409):  # those two are worth a retry
+                    return {"error": self._refused(failure)}
+                error = failure
+        message = (f"{self.where} failed {self.max_retries + 1} times for model {self.model}: "
+                   f"{type(error).__name__}: {error}")
+        if isinstance(error, stop_run):
+            raise AgentError(message) from error
+        return {"error": message}
+
+    def _refused(self, error: Any) -> str:
+        return f"{self.where} refused the request ({error.status_code}) for {self.model}: {error}"
+
+    def _delay(self, attempt: int, error: Exception | None) -> float:
+        response = getattr(error, "response", None)
+        header = response.headers.get("retry-after") if response is not None else None
+        if header:
+            try:
+                return min(float(header), 60.0)
+            except ValueError:
+                pass
+        return min(self.backoff * 2**attempt, 30.0) * (0.5 + random.random() / 2)
+
+    def _add_spent(self, usage: dict[str, float]) -> None:
+        with self._lock:
+            for name, value in usage.items():
+                self._spent[name] = self._spent.get(name, 0) + value
+
+    def usage(self) -> dict[str, float]:
+        """What was spent since the last call: ``requests`` answered by the server,
+        ``cache_hits``, tokens and ``cost`` billed. Reset on read."""
+        with self._lock:
+            spent, self._spent = self._spent, {}
+        return {"requests": 0.0, "cache_hits": 0.0, "prompt_tokens": 0.0,
+                "completion_tokens": 0.0, **spent}
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _parse_reply(reply: Any) -> dict[str, Any]:
+    choices = getattr(reply, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise _BadReply("the server returned no choices")
+    try:
+        text = choices[0].message.content or ""
+    except AttributeError as error:
+        raise _BadReply(f"the server returned a malformed choice: {choices[0]!r:.200}") from error
+    usage = getattr(reply, "usage", None)
+    return {
+        "text": str(text),
+        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+    }
+
+
+def open_cache(cache: ResponseCache | str | Path | None) -> tuple[ResponseCache | None, bool]:
+    """``(cache, owned)``: a path opens a cache this caller must close; ``None`` is no cache."""
+    if cache is None or isinstance(cache, ResponseCache):
+        return cache, False
+    return ResponseCache(cache), True
+
+
+@register_agent("openai")
+class OpenAIChatAgent(Agent):
+    """Chat-completions agent on the ``openai`` client: each prompt is one user message.
+
+    Args:
+        model: model name (default ``$OPENAI_MODEL``; required).
+        concurrency: requests in flight at once.
+        cache: a :class:`ResponseCache` or a directory for one (``None``: no cache).
+        budget: the run's :class:`RequestBudget`.
+        prices: model → ``{"prompt": USD, "completion": USD}`` per million tokens.
+        Other options as in :class:`ChatEndpoint`.
     """
 
     name = "openai"
@@ -63,95 +308,50 @@ class OpenAIChatAgent(Agent):
         concurrency: int = 8,
         backoff: float = 1.0,
         seed: int | None = None,
+        cache: ResponseCache | str | Path | None = None,
+        budget: RequestBudget | None = None,
+        prices: dict[str, Any] | None = None,
         **_: object,
     ) -> None:
-        import openai
-
-        self.model = model or os.environ.get("OPENAI_MODEL")
-        if not self.model:
+        model = model or os.environ.get("OPENAI_MODEL")
+        if not model:
             raise ValueError("the openai agent needs a model: --model NAME or $OPENAI_MODEL")
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        self.name = f"openai:{self.model}"
-        self.client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            timeout=timeout,
-            max_retries=0,
+        self.name = f"openai:{model}"
+        self.cache, self._owns_cache = open_cache(cache)
+        self.endpoint = ChatEndpoint(
+            model, base_url, api_key, max_tokens=max_tokens, temperature=temperature,
+            top_p=top_p, timeout=timeout, max_retries=max_retries, backoff=backoff, seed=seed,
+            cache=self.cache, budget=budget, price=model_price(model, prices),
         )
-        self.sampling = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
-        if seed is not None:
-            self.sampling["seed"] = seed
-        self.max_retries = max_retries
-        self.backoff = backoff
         self.pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-        self._lock = threading.Lock()
-        self._usage = {"prompt_tokens": 0.0, "completion_tokens": 0.0, "requests": 0.0}
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    @property
+    def base_url(self) -> str | None:
+        return self.endpoint.base_url
+
+    def respond(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        calls = [
+            lambda r=request: self.endpoint.complete(request_messages(r), sample=r.sample)
+            for request in requests
+        ]
+        return gather(self.pool, calls)
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
-        return list(self.pool.map(self._complete, requests))
-
-    def _messages(self, request: AgentRequest) -> list[dict[str, Any]]:
-        image = request.info.get("image")
-        if image is None:
-            return [{"role": "user", "content": request.prompt}]
-        before, _, after = request.prompt.partition("<image>")
-        parts = [
-            {"type": "text", "text": before}, _image_part(image), {"type": "text", "text": after}
-        ]
-        return [{"role": "user", "content": parts}]
-
-    def _complete(self, request: AgentRequest) -> str:
-        import openai
-
-        retryable = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError,
-                     openai.InternalServerError)
-        where = self.base_url or "the OpenAI API"
-        for attempt in range(self.max_retries + 1):
-            try:
-                reply = self.client.chat.completions.create(
-                    model=self.model, messages=self._messages(request), **self.sampling
-                )
-            except retryable as error:
-                if attempt == self.max_retries:
-                    raise AgentError(
-                        f"{where} failed {attempt + 1} times for model {self.model}: "
-                        f"{type(error).__name__}: {error}"
-                    ) from error
-                time.sleep(self._delay(attempt, error))
-                continue
-            except openai.APIStatusError as error:
-                raise AgentError(
-                    f"{where} refused the request ({error.status_code}): {error}"
-                ) from error
-            self._count(reply)
-            if not reply.choices:
-                return ""
-            return reply.choices[0].message.content or ""
-        raise AssertionError("unreachable")
-
-    def _delay(self, attempt: int, error: Exception) -> float:
-        response = getattr(error, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
-        if header:
-            try:
-                return min(float(header), 60.0)
-            except ValueError:
-                pass
-        return min(self.backoff * 2**attempt, 30.0) * (0.5 + random.random() / 2)
-
-    def _count(self, reply: Any) -> None:
-        usage = getattr(reply, "usage", None)
-        with self._lock:
-            self._usage["requests"] += 1
-            if usage is not None:
-                self._usage["prompt_tokens"] += usage.prompt_tokens or 0
-                self._usage["completion_tokens"] += usage.completion_tokens or 0
+        replies = self.respond(requests)
+        for reply in replies:
+            if reply.error is not None:
+                raise AgentError(reply.error)
+        return [reply.text for reply in replies]
 
     def usage(self) -> dict[str, float]:
-        with self._lock:
-            usage, self._usage = self._usage, dict.fromkeys(self._usage, 0.0)
-        return usage
+        return self.endpoint.usage()
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.client.close()
+        self.endpoint.close()
+        if self._owns_cache and self.cache is not None:
+            self.cache.close()
