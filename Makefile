@@ -25,7 +25,7 @@ $(VENV)/.installed: $(PY) setup.cfg pyproject.toml
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/arlarena eval --env sokoban --agent expert,hf --episodes 4 --max-tokens 160 \
+	$(VENV)/bin/arlarena eval --env sokoban --agent expert,hf --episodes 3 --max-tokens 128 \
 		--out results/make-run --overwrite
 
 # pytest exits 5 when it collects no test: report it, but it is not a failing test.
