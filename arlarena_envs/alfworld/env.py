@@ -1,0 +1,284 @@
+"""``ARLArena/ALFWorld-v0``: ALFWorld's household text games, played by TextWorld.
+
+Holds :class:`ALFWorldEnv` and :data:`NOTHING_HAPPENS`. Games come from ARLArena's offline
+generator by default (see :mod:`arlarena_envs.alfworld.generator`) or, with
+``source="alfworld_data"``, from the original ALFWorld data a user downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar
+
+from arlarena_envs.alfworld.catalog import (
+    SOURCES,
+    ALFWorldDataGames,
+    GameRef,
+    GeneratedGames,
+    make_source,
+)
+from arlarena_envs.alfworld.planner import RelevantPlanner, keep_argv
+from arlarena_envs.alfworld.scenes import canonical_split
+from arlarena_envs.alfworld.translation import install_translation_cache
+from arlarena_envs.base import TextEnv, coerce_action
+
+__all__ = ["NOTHING_HAPPENS", "WIN_REWARD", "ALFWorldEnv"]
+
+NOTHING_HAPPENS = "Nothing happens."
+"""ALFWorld's reply to a command that is not admissible (the state does not change)."""
+
+WIN_REWARD = 10.0
+"""Reward on the step that completes the task (the study's 10 × won)."""
+
+_TASK_PREFIX = "Your task is to: "
+_MAX_COMMAND_CHARS = 300
+# Commands that never change what the goal depends on (the expert's plan survives them).
+_OBSERVING = ("look", "inventory", "examine", "help")
+
+
+def _operator_name(action: Any) -> str:
+    """Fast Downward's operator name of a TextWorld PDDL action (name + arguments in order)."""
+    return " ".join([action.name, *(v.name for v in action.mapping.values())])
+
+
+class ALFWorldEnv(TextEnv):
+    """ALFWorld on the real TextWorld engine: ALFWorld's PDDL domain, grammar and wrappers.
+
+    Each episode loads one ``game.tw-pddl`` into TextWorld with ALFWorld's
+    ``AlfredDemangler`` (deterministic names, ``shuffle=False``) and ``AlfredInfos`` wrappers. The
+    observation is TextWorld's text (the ``-= Welcome to TextWorld, ALFRED! =-`` intro with the
+    task line at reset, the game's reply after a step); ``info["admissible_actions"]`` is
+    TextWorld's sorted admissible command list without ``help``, as the agent codebases show it.
+    A command that is not admissible (after trimming, collapsing spaces and lower-casing) is not
+    sent to TextWorld: the state stays, the reply is ``Nothing happens.`` and
+    ``info["action_is_valid"]`` is False. Winning (TextWorld's ``won``) ends the episode with
+    reward ``10``; every other step gives 0. The turn limit (50) comes from registration.
+    Resetting the game already loaded skips the reload, and Fast Downward's translation of a
+    game is memoised per process (:mod:`arlarena_envs.alfworld.translation`), so repeated
+    resets of one game (GRPO groups) cost ~0.1 s instead of ~1 s.
+
+    ``reset(seed=...)`` draws a game of the split with the env's RNG; ``options`` may set
+    ``split`` (``train``, ``eval_in_distribution``, ``eval_out_of_distribution``; also
+    ``eval`` / ``valid_seen`` and ``valid_unseen``, ALFWorld's names), ``index`` (a
+    game of the split, or of ``task_type`` if that is set too), ``task_type`` (one of ALFWorld's
+    six) and ``source`` (``generated`` or ``alfworld_data``).
+
+    Args:
+        split: default split.
+        source: ``generated`` (ARLArena's offline games, cached under ``cache_dir``) or
+            ``alfworld_data`` (the original games under ``data_dir`` / ``$ALFWORLD_DATA``).
+        task_type: restrict draws to one task type (default: all six).
+        data_dir: root of the downloaded ALFWorld data.
+        cache_dir: root of the generated-game cache (default ``$ARLARENA_CACHE/alfworld``).
+        render_mode: ``None`` or ``"ansi"`` (the current observation).
+
+    Example:
+        >>> import gymnasium as gym, arlarena_envs
+        >>> env = gym.make("ARLArena/ALFWorld-v0")
+        >>> obs, info = env.reset(seed=0, options={"split": "eval_out_of_distribution", "index": 0})
+        >>> obs.startswith("-= Welcome to TextWorld, ALFRED! =-")
+        True
+        >>> info["task_type"], "help" in info["admissible_actions"]
+        ('pick_and_place_simple', False)
+        >>> _, reward, terminated, _, info = env.step("dance")
+        >>> reward, terminated, info["action_is_valid"]
+        (0.0, False, False)
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    prompt_template = "alfworld"
+
+    def __init__(
+        self,
+        split: str = "train",
+        source: str = "generated",
+        task_type: str | None = None,
+        data_dir: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        split = canonical_split(split)
+        if source not in SOURCES:
+            raise ValueError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+        self.split, self.source, self.task_type = split, source, task_type
+        self._game_source = source
+        self.data_dir, self.cache_dir = data_dir, cache_dir
+        self.render_mode = render_mode
+        self._sources: dict[str, GeneratedGames | ALFWorldDataGames] = {}
+        self._tw: Any = None
+        self._loaded: Path | None = None
+        self._game: GameRef | None = None
+        self._state: Any = None
+        self._obs = ""
+        self._task = ""
+        self._won = False
+        self._admissible: list[str] = []
+        self._planner: RelevantPlanner | None = None
+        self._plan: list[str] | None = None
+
+    # -- games ---------------------------------------------------------------------------------
+    def games(self, source: str | None = None) -> GeneratedGames | ALFWorldDataGames:
+        """The game source ``source`` (default: the env's), built on first use."""
+        name = source or self.source
+        if name not in self._sources:
+            self._sources[name] = make_source(
+                name, data_dir=self.data_dir, cache_dir=self.cache_dir
+            )
+        return self._sources[name]
+
+    @property
+    def game(self) -> GameRef:
+        """The game of the current episode (``reset`` must have been called)."""
+        if self._game is None:
+            raise RuntimeError("call reset() before using the environment")
+        return self._game
+
+    def _load(self, path: Path) -> Any:
+        import textworld
+        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+        install_translation_cache()
+        # TextWorld's PddlEnv.load leaves its game file to the garbage collector: silence the
+        # ResourceWarning that CPython raises as it closes it right away.
+        with keep_argv(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            if self._tw is None:
+                infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+                wrappers = [AlfredDemangler(shuffle=False), AlfredInfos]
+                self._tw = textworld.start(str(path), infos, wrappers=wrappers)
+            elif path != self._loaded:
+                self._tw.load(str(path))
+            self._loaded = path
+            return self._tw.reset()
+
+    def _set_state(self, state: Any, obs: str) -> None:
+        self._state, self._obs = state, obs
+        self._won = bool(state["won"])
+        self._admissible = [c for c in state["admissible_commands"] if c != "help"]
+
+    def _info(self, action_is_valid: bool | None = None) -> dict[str, Any]:
+        game = self.game
+        return self.make_info(
+            task=self._task,
+            admissible_actions=self._admissible,
+            won=self._won,
+            anchor=self._obs,
+            action_is_valid=action_is_valid,
+            task_type=game.task_type,
+            split=game.split,
+            game_index=game.index,
+            gamefile=str(game.path),
+            source=self._game_source,
+        )
+
+    # -- gymnasium API -------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Load a game: ``options['index']`` if given, else one drawn with the env's RNG."""
+        super().reset(seed=seed, options=options)
+        options = dict(options or {})
+        split = canonical_split(options.get("split", self.split))
+        task_type = options.get("task_type", self.task_type)
+        source = options.get("source", self.source)
+        games = self.games(source)
+        if "index" in options:
+            index = int(options["index"])
+        else:
+            index = int(self.np_random.integers(games.count(split, task_type)))
+        game = games.get(split, index, task_type)
+        same_game = game.path == self._loaded
+        try:
+            state = self._load(game.path)
+        except Exception as exc:  # TextWorld/Fast Downward errors name nothing useful alone
+            if self._tw is not None:
+                self._tw.close()
+            self._tw, self._loaded, self._state, self._game = None, None, None, None
+            raise RuntimeError(f"TextWorld could not load {game.path}: {exc!r}") from exc
+        self._game, self._game_source = game, source
+        self._set_state(state, state.feedback)
+        self._task = self._obs.rpartition(_TASK_PREFIX)[2].strip()
+        if not same_game or self._planner is None:
+            data = json.loads(Path(game.path).read_text(encoding="utf-8"))
+            self._planner = RelevantPlanner(data["pddl_domain"], data["pddl_problem"])
+        self._plan = None
+        return self._obs, self._info()
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Run an admissible command; anything else leaves the state as it is (class docs)."""
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        text = coerce_action(action)
+        command = " ".join(text.split()).lower() if len(text) <= _MAX_COMMAND_CHARS else ""
+        valid = not self._won and command in self._admissible
+        reward = 0.0
+        if valid:
+            self._track_plan(command)
+            with keep_argv():
+                state, _, _ = self._tw.step(command)
+            self._set_state(state, state.feedback)
+            reward = WIN_REWARD if self._won else 0.0
+        else:
+            self._obs = NOTHING_HAPPENS
+        return self._obs, reward, self._won, False, self._info(action_is_valid=valid)
+
+    def render(self) -> str | None:
+        return self._obs if self.render_mode == "ansi" else None
+
+    def close(self) -> None:
+        if self._tw is not None:
+            self._tw.close()
+            self._tw, self._loaded = None, None
+        super().close()
+
+    # -- expert --------------------------------------------------------------------------------
+    def _operator_of(self, command: str) -> str | None:
+        for action, cmd in zip(
+            self._state["_valid_actions"], self._state["_valid_commands"], strict=True
+        ):
+            if cmd == command:
+                return _operator_name(action)
+        return None
+
+    def _command_of(self, operator: str) -> str | None:
+        for action, cmd in zip(
+            self._state["_valid_actions"], self._state["_valid_commands"], strict=True
+        ):
+            if _operator_name(action) == operator:
+                return cmd
+        return None
+
+    def _track_plan(self, command: str) -> None:
+        """Keep the cached plan if ``command`` is its next step (or only observes), else drop it."""
+        if not self._plan:
+            return
+        operator = self._operator_of(command)
+        if operator == self._plan[0]:
+            self._plan.pop(0)
+        elif not command.startswith(_OBSERVING):
+            self._plan = None
+
+    def expert_action(self) -> str | None:
+        """Next command of an optimal plan from the current state (ALFWorld's planner).
+
+        Fast Downward, as TextWorld runs it, solves the game's own PDDL restricted to what the
+        goal involves (see :mod:`arlarena_envs.alfworld.planner`); the plan is cached and
+        recomputed when the episode leaves it. Returns ``None`` once the task is done (or if
+        no plan exists).
+        """
+        if self._state is None or self._won or self._planner is None:
+            return None
+        for _ in range(2):
+            if self._plan is None:
+                self._plan = self._planner.plan(list(self._state["_facts"])) or []
+            if not self._plan:
+                return None
+            command = self._command_of(self._plan[0])
+            if command in self._admissible:
+                return command
+            self._plan = None
+        return None

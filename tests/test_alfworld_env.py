@@ -1,0 +1,202 @@
+"""ALFWorldEnv on real TextWorld: observations, admissible commands, hostile input, options,
+reproducibility, the original-data source and the gymnasium contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import arlarena_envs
+from arlarena_envs.alfworld.env import NOTHING_HAPPENS, WIN_REWARD, ALFWorldEnv
+from arlarena_envs.alfworld.generator import TASK_TYPES, sample_game
+from arlarena_envs.alfworld.problem import write_game
+from arlarena_envs.alfworld.scenes import UNSEEN_SCENES
+from wrappers.format import format_response
+from wrappers.prompt import PromptWrapper
+
+OOD = "eval_out_of_distribution"
+BEDROOM_SIMPLE, BATHROOM_CLEAN = 6, 2  # small OOD games (FloorPlan308 / FloorPlan424)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("alfworld-cache")
+
+
+@pytest.fixture(scope="module")
+def env(cache):
+    env = ALFWorldEnv(split=OOD, cache_dir=cache)
+    yield env
+    env.close()
+
+
+def test_intro_task_and_admissible_commands_are_alfworlds(env):
+    obs, info = env.reset(options={"index": BEDROOM_SIMPLE})
+    spec = sample_game(OOD, BEDROOM_SIMPLE)
+    header, room, task = obs.split("\n\n")
+    assert header == "-= Welcome to TextWorld, ALFRED! =-"
+    assert room.startswith("You are in the middle of a room. Looking quickly around you, you "
+                           "see a ")
+    assert task == f"Your task is to: {spec.sentence}."
+    assert info["task"] == f"{spec.sentence}." and info["anchor"] == obs
+    assert info["task_type"] == spec.task_type == "pick_and_plac_simple".replace("plac", "place")
+    assert info["won"] is False and "action_is_valid" not in info
+    actions = info["admissible_actions"]
+    assert actions == sorted(actions) and "help" not in actions
+    assert {"look", "inventory"} <= set(actions)
+    goes = [a for a in actions if a.startswith("go to ")]
+    assert len(goes) == len(spec.scene_data.receptacles)
+    assert all(f"a {a.removeprefix('go to ')}" in room for a in goes)
+
+
+def test_commands_change_the_state_as_alfworld_does(env):
+    obs, info = env.reset(options={"index": BATHROOM_CLEAN})
+    spec = sample_game(OOD, BATHROOM_CLEAN)
+    closed = next(a for a in info["admissible_actions"] if a.startswith("go to cabinet"))
+    obs, reward, terminated, truncated, info = env.step(closed)
+    name = closed.removeprefix("go to ")
+    assert obs == f"You arrive at {name}. The {name} is closed."
+    assert (reward, terminated, truncated, info["action_is_valid"]) == (0.0, False, False, True)
+    assert f"open {name}" in info["admissible_actions"]
+    obs, *_, info = env.step(f"open {name}")
+    assert obs.startswith(f"You open the {name}. The {name} is open. In it, you see ")
+    obs, *_, info = env.step("inventory")
+    assert obs == "You are not carrying anything."
+    assert spec.task_type == "pick_clean_then_place_in_recep"
+
+
+def test_hostile_or_inadmissible_actions_change_nothing(env):
+    _obs0, info0 = env.reset(options={"index": BEDROOM_SIMPLE})
+    hostile = [None, b"\xff\xfe\x00go", "x" * 1_000_000, 12345, "", "   ", "help", "go to",
+               "go to the moon", "take everything", "\x00\x1b[2J", "🙂🙂", ["go to desk 1"],
+               {"cmd": "look"}, "look; rm -rf /", "<action>look</action>"]
+    for action in hostile:
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert obs == NOTHING_HAPPENS == info["anchor"]
+        assert (reward, terminated, truncated) == (0.0, False, False)
+        assert info["action_is_valid"] is False
+        assert info["admissible_actions"] == info0["admissible_actions"]
+    target = info0["admissible_actions"][0]
+    obs, *_, info = env.step("  " + target.upper().replace(" ", "   ") + "\n")
+    assert info["action_is_valid"] is True and obs.startswith("You arrive at ")
+
+
+def test_expert_episode_wins_with_reward_ten(env):
+    env.reset(options={"index": BATHROOM_CLEAN})
+    rewards = []
+    for _ in range(50):
+        _, reward, terminated, _, info = env.step(env.expert_action())
+        rewards.append(reward)
+        if terminated:
+            break
+    assert info["won"] is True and rewards[-1] == WIN_REWARD and set(rewards[:-1]) == {0.0}
+    assert env.expert_action() is None
+    _obs, reward, terminated, _, info = env.step(info["admissible_actions"][0])
+    assert (reward, terminated, info["action_is_valid"]) == (0.0, True, False)
+
+
+def test_resetting_the_same_game_reuses_its_translation(env):
+    import fast_downward
+
+    first, info = env.reset(options={"index": BATHROOM_CLEAN})
+    cache = fast_downward.pddl2sas.arlarena_cache
+    problem = json.loads(Path(info["gamefile"]).read_text())["pddl_problem"]
+    before = list(cache)
+    assert {(p, o) for _, p, o in before if p == problem} == {(problem, False), (problem, True)}
+    env.step(env.expert_action())
+    again, _ = env.reset(options={"index": BATHROOM_CLEAN})
+    assert again == first
+    assert sorted(cache) == sorted(before)  # only cache hits: nothing new was translated
+
+
+def test_seed_picks_the_same_game_on_two_envs(tmp_path):
+    first, second = (ALFWorldEnv(split=OOD, task_type="look_at_obj_in_light",
+                                 cache_dir=tmp_path / name) for name in ("a", "b"))
+    obs_a, info_a = first.reset(seed=11)
+    obs_b, info_b = second.reset(seed=11)
+    assert obs_a == obs_b and info_a["game_index"] == info_b["game_index"]
+    assert info_a["gamefile"].startswith(str(tmp_path / "a"))
+    assert info_a["gamefile"].replace(str(tmp_path / "a"), str(tmp_path / "b")) == \
+        info_b["gamefile"]
+    assert Path(info_a["gamefile"]).read_bytes() == Path(info_b["gamefile"]).read_bytes()
+    for seed in range(12, 20):  # another seed reaches another game (22 games to draw from)
+        if first.reset(seed=seed)[1]["game_index"] != info_a["game_index"]:
+            break
+    else:
+        pytest.fail("seeds 12-19 all drew the game of seed 11")
+
+
+def test_options_pick_split_task_type_and_index(env):
+    _, info = env.reset(options={"split": "valid_unseen", "task_type": "look_at_obj_in_light",
+                                 "index": 1})
+    assert info["split"] == OOD and info["task_type"] == "look_at_obj_in_light"
+    assert info["game_index"] == 1 + 6 * 1
+    assert int(info["gamefile"].split("/")[-3].rsplit("-", 1)[1]) in UNSEEN_SCENES
+    for bad in ({"split": "test"}, {"index": 10_000}, {"task_type": "juggle"},
+                {"source": "internet"}, {"index": -1}):
+        with pytest.raises(ValueError):
+            env.reset(options=bad)
+    with pytest.raises(ValueError):
+        ALFWorldEnv(split="nope")
+
+
+def _real_layout(root, specs):
+    base = root / "json_2.1.1" / "valid_seen"
+    paths = [write_game(spec, base) for spec in specs]
+    movable = base / "pick_and_place_with_movable_recep-Pen-Mug-Desk-308" / "trial_x"
+    shutil.copytree(paths[0].parent, movable)
+    unsolvable = base / paths[1].parent.parent.name / "trial_unsolvable"
+    shutil.copytree(paths[1].parent, unsolvable)
+    data = json.loads((unsolvable / "game.tw-pddl").read_text())
+    (unsolvable / "game.tw-pddl").write_text(json.dumps({**data, "solvable": False}))
+    return paths
+
+
+def test_original_data_source_loads_games_in_alfworlds_layout(tmp_path, monkeypatch, env):
+    specs = [sample_game(OOD, BEDROOM_SIMPLE), sample_game(OOD, BATHROOM_CLEAN)]
+    paths = _real_layout(tmp_path / "alfworld_data", specs)
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "alfworld_data"))
+    data_env = ALFWorldEnv(source="alfworld_data", split="eval")
+    assert data_env.games().count("eval_in_distribution") == 2
+    obs, info = data_env.reset(options={"index": 0})  # sorted paths: pick_and_place... first
+    assert info["source"] == "alfworld_data" and info["gamefile"] == str(paths[0])
+    generated_obs, _ = env.reset(options={"index": BEDROOM_SIMPLE})
+    assert obs == generated_obs
+    for _ in range(50):
+        obs, reward, terminated, *_ = data_env.step(data_env.expert_action())
+        if terminated:
+            break
+    assert reward == WIN_REWARD
+    # a generated env can switch to the original data per reset, too
+    _, info = env.reset(options={"source": "alfworld_data", "split": "valid_seen", "index": 1})
+    assert info["gamefile"] == str(paths[1]) and info["task_type"] in TASK_TYPES
+    with pytest.raises(FileNotFoundError, match="alfworld-download"):
+        ALFWorldEnv(source="alfworld_data", data_dir=tmp_path / "empty").reset()
+
+
+def test_registration_and_prompt_wrapper(cache):
+    env = gym.make("ARLArena/ALFWorld-v0", split=OOD, task_type="look_at_obj_in_light",
+                   cache_dir=str(cache))
+    assert env.spec.max_episode_steps == 50 and arlarena_envs.resolve_env_id("alfworld") == \
+        "ARLArena/ALFWorld-v0"
+    assert env.unwrapped.prompt_template == "alfworld"
+    wrapped = PromptWrapper(env)
+    prompt, info = wrapped.reset(seed=3)
+    assert f"Your task is to: {info['task']}" in prompt and "'inventory'" in prompt
+    action = env.unwrapped.expert_action()
+    _, _, _, _, info = wrapped.step(format_response("I should look for it.", action))
+    assert info["format_ok"] and info["action_is_valid"] and info["parsed_action"] == action
+    env.close()
+
+
+@pytest.mark.slow
+def test_check_env_passes(cache):
+    env = gym.make("ARLArena/ALFWorld-v0", split=OOD, task_type="look_at_obj_in_light",
+                   cache_dir=str(cache), render_mode="ansi")
+    check_env(env.unwrapped, skip_render_check=False)
+    env.close()

@@ -1,0 +1,87 @@
+"""ALFWorld's planner expert: it solves games of every type and split, its plans are as short
+as TextWorld's own full-game plans, it recovers from detours, and a random agent rarely wins."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from arlarena_envs.alfworld.env import ALFWorldEnv
+from arlarena_envs.alfworld.generator import TASK_TYPES
+from arlarena_envs.alfworld.policies import expert_policy, play, random_admissible_policy
+from arlarena_envs.alfworld.scenes import SPLITS
+
+OOD = "eval_out_of_distribution"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    env = ALFWorldEnv(cache_dir=tmp_path_factory.mktemp("alfworld-cache"))
+    yield env
+    env.close()
+
+
+@pytest.mark.slow
+def test_expert_solves_two_games_of_each_task_type(env):
+    # 12 games: task type i of game j comes from split (i + j) % 3, so every split is used.
+    results = [
+        play(env, expert_policy,
+             options={"split": SPLITS[(i + j) % 3], "task_type": task_type, "index": j})
+        for i, task_type in enumerate(TASK_TYPES) for j in range(2)
+    ]
+    failures = [(r.split, r.index, r.last_observation) for r in results if not r.won]
+    assert not failures
+    assert {r.task_type for r in results} == set(TASK_TYPES)
+    assert all(r.steps <= 15 for r in results)
+
+
+def _textworld_plan(gamefile: str) -> list[str]:
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+    infos = textworld.EnvInfos(admissible_commands=True, policy_commands=True)
+    with warnings.catch_warnings():  # TextWorld leaves the game file for the GC to close
+        warnings.simplefilter("ignore", ResourceWarning)
+        tw = textworld.start(gamefile, infos, [AlfredDemangler(shuffle=False), AlfredInfos])
+    plan = list(tw.reset()["policy_commands"])
+    tw.close()
+    return plan
+
+
+@pytest.mark.parametrize("index", [2, 7])  # small OOD rooms: TextWorld's full replan is quick
+def test_expert_plans_are_as_short_as_textworlds_own(env, index):
+    _, info = env.reset(options={"split": OOD, "index": index})
+    reference = _textworld_plan(info["gamefile"])
+    result = play(env, expert_policy, options={"split": OOD, "index": index})
+    assert result.won and reference and result.steps == len(reference)
+
+
+def test_expert_recovers_after_a_detour_holding_something_else(env):
+    _, info = env.reset(options={"split": OOD, "index": 5})  # two candles into a cabinet
+    assert info["task"].startswith("find two candle")
+    env.expert_action()
+    held = None
+    for go in [a for a in info["admissible_actions"] if a.startswith("go to")]:
+        _, _, _, _, info = env.step(go)
+        take = next((a for a in info["admissible_actions"]
+                     if a.startswith("take ") and "candle" not in a), None)
+        if take:
+            _, _, _, _, info = env.step(take)
+            held = take.split()[1:3]
+            break
+    assert held, "no unrelated object lies in the open in this room"
+    assert env.step("inventory")[0] == f"You are carrying: a {' '.join(held)}."
+    for _ in range(30):
+        _, reward, terminated, _, info = env.step(env.expert_action())
+        if terminated:
+            break
+    assert info["won"] and reward == 10.0
+
+
+@pytest.mark.slow
+def test_random_admissible_agent_rarely_wins(env):
+    results = [play(env, random_admissible_policy(seed), options={"split": OOD, "index": i})
+               for seed, i in enumerate((2, 5, 6, 7, 8, 13))]
+    assert all(r.steps == 50 or r.won for r in results)
+    assert sum(r.won for r in results) <= 2
