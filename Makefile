@@ -4,11 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= train,api,math,webshop,plot,dev
+EXTRAS ?= train,api,math,webshop,alfworld,plot,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench learn clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ run: install
 test: install
 	$(PY) -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
+
+# `make learn`: behaviour cloning of the Sokoban expert, then SAMPO, on a CPU (~31 min on 2 cores).
+learn: install
+	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
+	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume
+	$(VENV)/bin/arlarena plot runs/learn-rl
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -44,6 +44,7 @@ ENV_SPECS: dict[str, EnvSpec] = {
         "arlarena_envs.webshop.env:WebShopEnv", 15, {"products": 1000}
     ),
     "ARLArena/TIRMath-v0": EnvSpec("arlarena_envs.tir_math.env:TIRMathEnv", 5),
+    "ARLArena/Bandit-v0": EnvSpec("arlarena_envs.bandit.env:BanditEnv", 10),
 }
 
 ENV_ALIASES: dict[str, str] = {

@@ -1,0 +1,220 @@
+"""Multi-turn rollouts: ``G`` rollouts per task through the wrapper stack, batched per turn.
+
+Holds :class:`Task` (a group: its id and env seed), the responders that answer a batch of
+prompts (:class:`ModelResponder`: chat template + a generation backend; :class:`AgentResponder`:
+any registered agent, e.g. the expert, for behaviour-cloning data) and :func:`collect`, which
+turns tasks into a :class:`~arlarena_baselines.rollout.samples.Rollout` of step samples.
+
+All rollouts of a task reset their env with the task's seed; every turn, the live episodes'
+prompts go to the responder in one batch, and the env pool steps them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from arlarena_baselines.rollout.chat import encode_prompt
+from arlarena_baselines.rollout.envs import EnvPool
+from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams
+from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
+from wrappers.agents.base import Agent, AgentRequest
+
+__all__ = [
+    "AgentResponder",
+    "ModelResponder",
+    "Reply",
+    "Responder",
+    "Task",
+    "call_seed",
+    "collect",
+]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One group of rollouts: ``group_id`` names it, ``seed`` resets its envs."""
+
+    group_id: str
+    seed: int
+
+
+@dataclass
+class Reply:
+    """A response text with its token ids (empty for agents that produce text only)."""
+
+    text: str
+    prompt_ids: list[int] = field(default_factory=list)
+    response_ids: list[int] = field(default_factory=list)
+
+
+class Responder(Protocol):
+    """Answers a batch of requests; ``seed`` makes sampling reproducible."""
+
+    def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]: ...
+
+
+class ModelResponder:
+    """A causal LM behind a :class:`GenerationBackend`: chat-formatted prompts, sampled replies."""
+
+    def __init__(self, backend: GenerationBackend, tokenizer: Any, sampling: SamplingParams):
+        self.backend = backend
+        self.tokenizer = tokenizer
+        self.sampling = sampling
+
+    def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
+        prompt_ids = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
+        responses = self.backend.generate(prompt_ids, self.sampling, seed)
+        texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
+        return [
+            Reply(text, p, r) for text, p, r in zip(texts, prompt_ids, responses, strict=True)
+        ]
+
+
+class AgentResponder:
+    """Any :class:`~wrappers.agents.base.Agent` (text only; privileged agents need an
+    in-process env pool)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
+        return [Reply(text) for text in self.agent.act(requests)]
+
+
+def call_seed(seed: int, *parts: int) -> int:
+    """A 31-bit seed derived from ``seed`` and the call's coordinates (wave, turn, …)."""
+    return int(np.random.SeedSequence([seed, *parts]).generate_state(1)[0] >> 1)
+
+
+@dataclass
+class _Live:
+    task: Task
+    sample: int
+    slot: int
+    prompt: str
+    info: dict[str, Any]
+    samples: list[StepSample] = field(default_factory=list)
+    episode_return: float = 0.0
+
+    @property
+    def traj_id(self) -> str:
+        return f"{self.task.group_id}/{self.sample}"
+
+
+def collect(
+    pool: EnvPool,
+    responder: Responder,
+    tasks: Sequence[Task],
+    group_size: int,
+    *,
+    max_turns: int | None = None,
+    reset_options: dict[str, Any] | None = None,
+    seed: int = 0,
+    scorer: Callable[[list[StepSample]], None] | None = None,
+    progress: bool = False,
+    desc: str = "rollout",
+) -> Rollout:
+    """Roll out ``group_size`` episodes per task; return every turn as a step sample.
+
+    Episodes run in waves of ``pool.num_envs``. An episode ends when the env terminates or
+    truncates, or after ``max_turns`` turns. Each sample's ``episode_score`` is its
+    trajectory's return (the sum of its rewards, format penalties included). ``scorer`` (e.g.
+    the policy's :func:`~arlarena_baselines.rollout.forward.score_samples`) then fills the
+    old log-probs and entropies.
+    """
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    todo = [(task, k) for task in tasks for k in range(group_size)]
+    rollout = Rollout()
+    bar = tqdm(total=len(todo), desc=desc, unit="ep", leave=False, disable=not progress)
+    try:
+        for wave, start in enumerate(range(0, len(todo), pool.num_envs)):
+            chunk = todo[start : start + pool.num_envs]
+            rollout.extend(
+                _run_wave(pool, responder, chunk, max_turns, reset_options, seed, wave, bar)
+            )
+    finally:
+        bar.close()
+    if scorer is not None and rollout.samples:
+        scorer(rollout.samples)
+    return rollout
+
+
+def _run_wave(
+    pool: EnvPool,
+    responder: Responder,
+    chunk: list[tuple[Task, int]],
+    max_turns: int | None,
+    reset_options: dict[str, Any] | None,
+    seed: int,
+    wave: int,
+    bar: Any,
+) -> Rollout:
+    slots = list(range(len(chunk)))
+    resets = pool.reset(slots, [task.seed for task, _ in chunk], reset_options)
+    live = [
+        _Live(task, k, slot, prompt, info)
+        for (task, k), slot, (prompt, info) in zip(chunk, slots, resets, strict=True)
+    ]
+    rollout = Rollout()
+    turn = 0
+    while live:
+        requests = [AgentRequest(e.prompt, e.info, pool.env(e.slot), e.sample) for e in live]
+        replies = responder.respond(requests, call_seed(seed, wave, turn))
+        results = pool.step([e.slot for e in live], [r.text for r in replies])
+        turn += 1
+        still = []
+        for episode, reply, (prompt, reward, terminated, truncated, info) in zip(
+            live, replies, results, strict=True
+        ):
+            episode.samples.append(
+                StepSample(
+                    prompt_ids=reply.prompt_ids,
+                    response_ids=reply.response_ids,
+                    reward=float(reward),
+                    group_id=episode.task.group_id,
+                    traj_id=episode.traj_id,
+                    step=turn - 1,
+                    anchor=str(episode.info.get("anchor", "")),
+                    valid=bool(info.get("format_ok", True)),
+                    prompt=episode.prompt,
+                    response=reply.text,
+                )
+            )
+            episode.episode_return += float(reward)
+            rollout.generated_tokens += len(reply.response_ids)
+            episode.prompt, episode.info = prompt, info
+            if terminated or truncated or (max_turns is not None and turn >= max_turns):
+                rollout.samples += _finish(episode)
+                rollout.episodes.append(_result(episode))
+                bar.update()
+            else:
+                still.append(episode)
+        live = still
+    return rollout
+
+
+def _finish(episode: _Live) -> list[StepSample]:
+    for sample in episode.samples:
+        sample.episode_score = episode.episode_return
+    return episode.samples
+
+
+def _result(episode: _Live) -> EpisodeResult:
+    won = bool(episode.info.get("won", False))
+    return EpisodeResult(
+        group_id=episode.task.group_id,
+        traj_id=episode.traj_id,
+        seed=episode.task.seed,
+        won=won,
+        score=float(episode.info.get("score", float(won))),
+        episode_return=episode.episode_return,
+        turns=len(episode.samples),
+        valid_turns=sum(s.valid for s in episode.samples),
+        info={k: v for k, v in episode.info.items() if k != "image"},
+    )

@@ -1,0 +1,246 @@
+"""Environment pools: many wrapped envs stepped together, in-process or in worker processes.
+
+Holds :class:`EnvFactory` (a picklable recipe for the wrapper stack: ``gymnasium.make`` +
+:class:`~wrappers.prompt.PromptWrapper`), the :class:`EnvPool` interface, and two pools:
+:class:`InProcessEnvPool` (``--env-workers 0``) and :class:`ProcessEnvPool` (N worker
+processes, each owning a share of the env slots). :func:`make_env_pool` picks one. Another
+backend (e.g. Ray actors) plugs in by implementing :class:`EnvPool`'s three methods.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+__all__ = [
+    "EnvFactory",
+    "EnvPool",
+    "EnvWorkerError",
+    "InProcessEnvPool",
+    "ProcessEnvPool",
+    "ResetResult",
+    "StepResult",
+    "make_env_pool",
+]
+
+ResetResult = tuple[str, dict[str, Any]]
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """How to build one env of the wrapper stack; picklable, so workers can build their own.
+
+    Attributes:
+        env: CLI name (``sokoban``) or full gymnasium id.
+        env_kwargs: keyword arguments for ``gymnasium.make``.
+        history_length, format_penalty: :class:`~wrappers.prompt.PromptWrapper`'s settings.
+        template: a template name that replaces the env's own (e.g. ``sokoban_compact``, see
+            :mod:`~arlarena_baselines.rollout.templates`), or ``None``.
+    """
+
+    env: str = "sokoban"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    history_length: int = 2
+    format_penalty: float = 0.1
+    template: str | None = None
+
+    def __call__(self) -> gym.Env:
+        import arlarena_envs
+        from arlarena_baselines.rollout import templates
+        from wrappers.prompt import PromptWrapper
+
+        env = gym.make(arlarena_envs.resolve_env_id(self.env), **self.env_kwargs)
+        wrapped = PromptWrapper(env, self.history_length, self.format_penalty)
+        if self.template is not None:
+            templates.check_template(self.template)
+            wrapped.template = self.template
+        return wrapped
+
+
+class EnvWorkerError(RuntimeError):
+    """An env raised inside a worker process; the message carries the worker's traceback."""
+
+
+class EnvPool(ABC):
+    """``num_envs`` env slots addressed by index; each call handles many slots at once."""
+
+    num_envs: int
+
+    @abstractmethod
+    def reset(
+        self, slots: Sequence[int], seeds: Sequence[int], options: dict[str, Any] | None = None
+    ) -> list[ResetResult]:
+        """Reset each slot with its seed; return ``(obs, info)`` per slot, in order."""
+
+    @abstractmethod
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[StepResult]:
+        """Step each slot with its action; return the five-tuple per slot, in order."""
+
+    def env(self, slot: int) -> gym.Env | None:
+        """The env object of ``slot`` when it lives in this process (privileged agents need
+        it), else ``None``."""
+        return None
+
+    def close(self) -> None:
+        """Close every env and stop any worker."""
+
+    def __enter__(self) -> EnvPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InProcessEnvPool(EnvPool):
+    """Envs in this process, stepped one after the other (cheap envs: Sokoban, bandit).
+
+    >>> pool = InProcessEnvPool(EnvFactory("ARLArena/Bandit-v0"), 2)
+    >>> [info["won"] for _, info in pool.reset([0, 1], [0, 1])]
+    [False, False]
+    >>> [round(r[1], 1) for r in pool.step([0, 1], ["<think>a</think><action>blue</action>",
+    ...                                             "blue"])]  # the second: no <action>
+    [1.0, -0.1]
+    >>> pool.close()
+    """
+
+    def __init__(self, factory: EnvFactory, num_envs: int) -> None:
+        self.num_envs = num_envs
+        self.envs = [factory() for _ in range(num_envs)]
+
+    def reset(
+        self, slots: Sequence[int], seeds: Sequence[int], options: dict[str, Any] | None = None
+    ) -> list[ResetResult]:
+        pairs = zip(slots, seeds, strict=True)
+        return [self.envs[i].reset(seed=int(s), options=options) for i, s in pairs]
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[StepResult]:
+        return [self.envs[i].step(a) for i, a in zip(slots, actions, strict=True)]
+
+    def env(self, slot: int) -> gym.Env:
+        return self.envs[slot]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self.envs = []
+
+
+def _worker(factory: EnvFactory, slots: list[int], conn: Any) -> None:
+    """Worker loop: build the envs of ``slots``, then answer reset/step/close commands."""
+    envs: dict[int, gym.Env] = {}
+    try:
+        envs = {slot: factory() for slot in slots}
+        conn.send(("ok", None))
+    except Exception:
+        conn.send(("error", traceback.format_exc()))
+        return
+    while True:
+        try:
+            command, payload = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            break
+        if command == "close":
+            break
+        try:
+            if command == "reset":
+                options = payload["options"]
+                out = [envs[i].reset(seed=s, options=options) for i, s in payload["items"]]
+            else:
+                out = [envs[i].step(a) for i, a in payload["items"]]
+            conn.send(("ok", out))
+        except Exception:
+            conn.send(("error", traceback.format_exc()))
+    for env in envs.values():
+        env.close()
+    conn.close()
+
+
+class ProcessEnvPool(EnvPool):
+    """Envs in ``workers`` processes; slot ``i`` lives in worker ``i % workers``.
+
+    Each call sends every involved worker its share of the slots, then gathers the answers, so
+    the workers step their envs in parallel (for envs whose steps cost: ALFWorld, WebShop, TIR
+    Math). Workers start with the ``spawn`` method (safe beside torch's threads). An exception
+    in an env is re-raised here as :class:`EnvWorkerError` with the worker's traceback.
+    """
+
+    def __init__(self, factory: EnvFactory, num_envs: int, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.num_envs = num_envs
+        self.workers = min(workers, num_envs)
+        ctx = mp.get_context("spawn")
+        self._conns = []
+        self._procs = []
+        for w in range(self.workers):
+            parent, child = ctx.Pipe()
+            slots = list(range(w, num_envs, self.workers))
+            proc = ctx.Process(target=_worker, args=(factory, slots, child), daemon=True)
+            proc.start()
+            child.close()
+            self._conns.append(parent)
+            self._procs.append(proc)
+        for conn in self._conns:
+            self._receive(conn)
+
+    def _receive(self, conn: Any) -> Any:
+        try:
+            status, payload = conn.recv()
+        except EOFError as err:
+            raise EnvWorkerError("an env worker process died") from err
+        if status == "error":
+            raise EnvWorkerError(f"an env raised in a worker process:\n{payload}")
+        return payload
+
+    def _call(self, command: str, items: list[tuple[int, Any]], **extra: Any) -> list[Any]:
+        shares: dict[int, list[tuple[int, Any]]] = {}
+        order: dict[int, list[int]] = {}
+        for position, (slot, value) in enumerate(items):
+            shares.setdefault(slot % self.workers, []).append((slot, value))
+            order.setdefault(slot % self.workers, []).append(position)
+        for w, share in shares.items():
+            self._conns[w].send((command, {"items": share, **extra}))
+        out: list[Any] = [None] * len(items)
+        for w in shares:
+            for position, result in zip(order[w], self._receive(self._conns[w]), strict=True):
+                out[position] = result
+        return out
+
+    def reset(
+        self, slots: Sequence[int], seeds: Sequence[int], options: dict[str, Any] | None = None
+    ) -> list[ResetResult]:
+        items = [(int(i), int(s)) for i, s in zip(slots, seeds, strict=True)]
+        return self._call("reset", items, options=options)
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[StepResult]:
+        return self._call("step", [(int(i), a) for i, a in zip(slots, actions, strict=True)])
+
+    def close(self) -> None:
+        for conn in self._conns:
+            try:
+                conn.send(("close", None))
+            except (BrokenPipeError, OSError):
+                pass
+        for proc in self._procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+        for conn in self._conns:
+            conn.close()
+        self._conns, self._procs = [], []
+
+
+def make_env_pool(factory: EnvFactory, num_envs: int, workers: int = 0) -> EnvPool:
+    """``workers == 0``: an :class:`InProcessEnvPool`; otherwise a :class:`ProcessEnvPool`."""
+    if workers < 0:
+        raise ValueError(f"env workers must be >= 0, got {workers}")
+    if workers == 0:
+        return InProcessEnvPool(factory, num_envs)
+    return ProcessEnvPool(factory, num_envs, workers)

@@ -1,0 +1,34 @@
+"""Compact prompt variants for cheap training runs, registered beside the study's templates.
+
+Holds :data:`COMPACT_TEMPLATES` (added to :data:`wrappers.templates.TEMPLATES` on import) and
+:func:`check_template`. The study's Sokoban prompt is ~400 tokens a turn; on a CPU, prefill and
+backward over it dominate a training step. ``sokoban_compact`` keeps what a policy needs (the
+goal, the legend, the grid, the admissible actions and the required format) in ~100 tokens.
+Select it with ``rollout.template: sokoban_compact``; results with it are not comparable to the
+study's prompt.
+"""
+
+from __future__ import annotations
+
+from arlarena_envs.sokoban.render import LEGEND
+from wrappers.templates import TEMPLATES, Template
+
+__all__ = ["COMPACT_TEMPLATES", "check_template"]
+
+COMPACT_TEMPLATES: dict[str, Template] = {
+    "sokoban_compact": Template(
+        "Sokoban: {task_description} Symbols: " + LEGEND + ". «Prior to this step: "
+        "{action_history} »Step {current_step}. Grid:\n{current_observation}\nAdmissible "
+        "actions: [{admissible_actions}]. Answer as <think>...</think><action>...</action>.",
+        lambda actions: ", ".join(actions),
+    ),
+}
+
+for _name, _template in COMPACT_TEMPLATES.items():
+    TEMPLATES.setdefault(_name, _template)
+
+
+def check_template(name: str) -> None:
+    """Raise a ``KeyError`` listing the known templates if ``name`` is not one of them."""
+    if name not in TEMPLATES:
+        raise KeyError(f"no prompt template {name!r}; known: {', '.join(sorted(TEMPLATES))}")

@@ -1,0 +1,19 @@
+"""The local trainer: behaviour cloning and RL with any method of ``METHODS``, on one process.
+
+- :mod:`.config`: one documented dataclass per phase (:class:`TrainConfig` and its sections),
+  YAML loading and ``section.field=value`` overrides, the per-method config files;
+- :mod:`.models`: the embedded SmolLM2, the tiny random Llama, any Hugging Face causal LM;
+- :mod:`.policy`: :class:`Policy` (model, tokenizer, precision, generation backend);
+- :mod:`.sft`: demonstrations and :func:`train_sft`;
+- :mod:`.rl`: :class:`RLTrainer` and :func:`train_rl` (the study's training step);
+- :mod:`.heldout`: periodic evaluation on held-out seeds;
+- :mod:`.checkpoint`, :mod:`.tracking`, :mod:`.runs`: atomic checkpoints and resume, metrics
+  (JSONL, TensorBoard, W&B), run folders, seeds and threads;
+- :mod:`.plots`: training curves and the diagnostics panel; :mod:`.keys`: metric names.
+"""
+
+from arlarena_baselines.trainer.config import TrainConfig, load_config
+from arlarena_baselines.trainer.rl import RLTrainer, train_rl
+from arlarena_baselines.trainer.sft import SFTTrainer, train_sft
+
+__all__ = ["RLTrainer", "SFTTrainer", "TrainConfig", "load_config", "train_rl", "train_sft"]

@@ -1,0 +1,427 @@
+"""The trainer's configuration: one documented dataclass per phase, loadable from YAML.
+
+Holds :class:`ModelConfig`, :class:`RolloutConfig`, :class:`EvalConfig` (periodic held-out
+evaluation), :class:`SFTConfig` (behaviour cloning), :class:`RLConfig`, :class:`RunConfig`
+(output, logging, checkpoints) and :class:`TrainConfig` grouping them as sections, plus
+:func:`load_config` (YAML file + ``section.field=value`` overrides), :func:`apply_overrides`,
+:func:`config_to_dict`, :func:`iter_fields` (what the CLI turns into ``--section.field``
+flags) and :func:`method_config_yaml` (the per-method files under ``configs/rl/``).
+
+Defaults reproduce the study's agent-run settings (16 groups × 8 rollouts, history of 2,
+train T = 1.0, eval T = 0.6 / top-p 0.95 / top-k 20, lr 1e-6, one update epoch); the method's
+own hyperparameters (ε, KL β, entropy bonus, …) come from :data:`~arlarena_baselines.algos.METHODS`
+and are changed with ``rl.method_overrides``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "EvalConfig",
+    "ModelConfig",
+    "RLConfig",
+    "RolloutConfig",
+    "RunConfig",
+    "SFTConfig",
+    "TrainConfig",
+    "apply_overrides",
+    "config_from_dict",
+    "config_to_dict",
+    "iter_fields",
+    "load_config",
+    "method_config_yaml",
+]
+
+
+@dataclass
+class ModelConfig:
+    """The policy model.
+
+    Attributes:
+        name: ``smollm2`` (the embedded SmolLM2-135M-Instruct, the CPU default), ``tiny`` (a
+            randomly initialised Llama with the SmolLM2 tokenizer, sized by the fields below),
+            or any Hugging Face causal-LM path or id (e.g. a Qwen3-4B directory on a GPU, or a
+            checkpoint written by ``arlarena train``).
+        dtype: ``auto`` (bf16 autocast where the hardware has it, i.e. a CUDA GPU with bf16;
+            float32 elsewhere), ``float32`` or ``bfloat16``.
+        device: ``auto`` (CUDA if available), ``cpu`` or ``cuda``.
+        hidden_size, num_layers, num_heads, intermediate_size: the ``tiny`` model's shape
+            (head_dim = hidden_size / num_heads must be >= 32 for vLLM's CPU attention).
+        init_seed: seed of the ``tiny`` model's random initialisation.
+        gradient_checkpointing: trade compute for memory (large models).
+    """
+
+    name: str = "smollm2"
+    dtype: str = "auto"
+    device: str = "auto"
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 2
+    intermediate_size: int = 256
+    init_seed: int = 0
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class RolloutConfig:
+    """How training rollouts are collected.
+
+    Attributes:
+        env: env CLI name (``sokoban``) or full id (``ARLArena/Bandit-v0``).
+        env_kwargs: keyword arguments for ``gymnasium.make``.
+        reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "train"}``).
+        template: replace the env's prompt template (e.g. ``sokoban_compact``); ``null`` keeps
+            the study's template.
+        history_length: (observation, action) pairs shown in the prompt.
+        format_penalty: reward lost by a response failing the strict format check.
+        max_turns: cut episodes after this many turns (``null``: the env's own limit).
+        n_groups: tasks (env seeds) per training step; each is one group.
+        group_size: rollouts per task (G), all on the task's seed.
+        max_new_tokens: response budget per turn.
+        temperature, top_p, top_k: training sampling (the study: T = 1.0, no top-p / top-k).
+        backend: generation backend: ``hf`` (transformers ``generate``) or any name added
+            with :func:`~arlarena_baselines.rollout.generation.register_backend`.
+        gen_batch_size: prompts per generation call.
+        env_workers: env worker processes (0 = step envs in the trainer's process).
+        seed: base of the training tasks' env seeds.
+    """
+
+    env: str = "sokoban"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    reset_options: dict[str, Any] = field(default_factory=dict)
+    template: str | None = None
+    history_length: int = 2
+    format_penalty: float = 0.1
+    max_turns: int | None = None
+    n_groups: int = 16
+    group_size: int = 8
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    backend: str = "hf"
+    gen_batch_size: int = 64
+    env_workers: int = 0
+    seed: int = 0
+
+
+@dataclass
+class EvalConfig:
+    """Periodic evaluation on held-out env seeds (never used for training).
+
+    Attributes:
+        every: evaluate every this many steps (0 = only at the start and the end).
+        episodes: held-out tasks, one rollout each; task ``i`` uses seed ``seed + i``.
+        seed: first held-out seed (far from the training seeds).
+        temperature, top_p, top_k: the study's evaluation sampling.
+        max_new_tokens: response budget (``null``: the rollout's).
+        at_start: evaluate before the first step too (the starting checkpoint's figure).
+    """
+
+    every: int = 10
+    episodes: int = 32
+    seed: int = 1_000_000
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+    max_new_tokens: int | None = None
+    at_start: bool = True
+
+
+@dataclass
+class SFTConfig:
+    """Behaviour cloning: collect an agent's trajectories, keep the good ones, fine-tune.
+
+    Attributes:
+        agent: the registered agent whose trajectories are cloned (``expert``, ``random``, …).
+        agent_kwargs: options for the agent (e.g. ``{"model": "..."}`` for ``hf``).
+        data: a JSONL of turns and episodes to clone instead of collecting (what ``arlarena
+            eval`` or an earlier ``arlarena train sft`` wrote).
+        episodes: tasks to collect; task ``i`` uses env seed ``seed + i``.
+        seed: first collection seed.
+        min_score: keep only episodes whose score (``info["score"]``, else won) reaches this.
+        response_template: rewrite every cloned response as this template of its action
+            (``{action}``), e.g. ``<think>{action}</think><action>{action}</action>``: shorter
+            responses for small CPU runs (``null`` keeps the agent's own words).
+        epochs, batch_size, lr, weight_decay, warmup_ratio, grad_clip: the optimisation (AdamW,
+            linear warm-up then cosine decay); the loss is the mean cross-entropy of the
+            response tokens only.
+        micro_batch_size: examples per forward/backward (gradient accumulation).
+    """
+
+    agent: str = "expert"
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    data: str | None = None
+    episodes: int = 200
+    seed: int = 500_000
+    min_score: float = 1.0
+    response_template: str | None = None
+    epochs: int = 3
+    batch_size: int = 16
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.05
+    grad_clip: float = 1.0
+    micro_batch_size: int = 16
+
+
+@dataclass
+class RLConfig:
+    """The RL phase.
+
+    Attributes:
+        method: a name of :data:`~arlarena_baselines.algos.METHODS` (case-insensitive).
+        method_overrides: changes to the method's hyperparameters (any
+            :class:`~arlarena_baselines.algos.Method` field: ``kl_coef``, ``clip_high``,
+            ``cold_start_steps``, ``entropy_coef``, …).
+        steps: training steps (each: roll out, filter, compute advantages, update).
+        lr, weight_decay, betas, adam_eps: AdamW (constant learning rate, as the study).
+            Tiny models over a large vocabulary want a larger ``adam_eps`` (e.g. 1e-5, as
+            CleanRL's PPO): with 1e-8, Adam scales the near-zero gradients of the thousands of
+            tokens the policy never samples up to full-size steps, and their logits drift.
+        update_groups: groups per update mini-batch (``null``: one update per rollout batch).
+            ``n_groups / update_groups`` updates per step; later ones are more off-policy (the
+            study's staleness knob).
+        epochs: passes over the rollout batch.
+        micro_batch_size: step samples per forward/backward (gradient accumulation).
+        grad_clip: max gradient norm.
+    """
+
+    method: str = "SAMPO"
+    method_overrides: dict[str, Any] = field(default_factory=dict)
+    steps: int = 100
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
+    update_groups: int | None = None
+    epochs: int = 1
+    micro_batch_size: int = 16
+    grad_clip: float = 1.0
+
+
+@dataclass
+class RunConfig:
+    """Output, logging and checkpoints.
+
+    Attributes:
+        out: the run directory (metrics, checkpoints, final model, plots).
+        seed: seed of Python's, NumPy's and torch's RNGs and of the generation calls.
+        checkpoint_every: write a resumable checkpoint every this many steps (0 = at the end
+            only); checkpoints are written atomically.
+        keep_checkpoints: how many recent checkpoints to keep.
+        tensorboard: also log to TensorBoard (``pip install tensorboard``).
+        wandb: also log to Weights & Biases (``pip install wandb``); ``wandb_project`` names
+            the project.
+        progress: show progress bars.
+        threads: torch CPU threads during the run (0 = torch's default). On a shared,
+            oversubscribed machine 1 thread is often several times faster than 2.
+    """
+
+    out: str = "runs/default"
+    seed: int = 0
+    checkpoint_every: int = 10
+    keep_checkpoints: int = 2
+    tensorboard: bool = True
+    wandb: bool = False
+    wandb_project: str = "arlarena"
+    progress: bool = True
+    threads: int = 0
+
+
+@dataclass
+class TrainConfig:
+    """Every section of a training run (YAML: one mapping per section)."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    rl: RLConfig = field(default_factory=RLConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+def iter_fields(config: TrainConfig | None = None) -> Iterator[tuple[str, dataclasses.Field, Any]]:
+    """``(section, field, current value)`` for every field of every section."""
+    config = config or TrainConfig()
+    for section in dataclasses.fields(config):
+        part = getattr(config, section.name)
+        for f in dataclasses.fields(part):
+            yield section.name, f, getattr(part, f.name)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def coerce(value: Any, annotation: Any, where: str) -> Any:
+    """``value`` converted to ``annotation`` (int, float, bool, str, tuples, dicts, optionals);
+    strings are parsed as YAML first, so ``"1e-6"``, ``"null"`` and ``"{a: 1}"`` work."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("null", "none")):
+            if type(None) in args:
+                return None
+        inner = [a for a in args if a is not type(None)]
+        return coerce(value, inner[0], where)
+    if isinstance(value, str) and annotation is not str:
+        value = yaml.safe_load(value) if value.strip() else value
+    try:
+        if annotation is bool:
+            if isinstance(value, bool):
+                return value
+            raise TypeError
+        if annotation is int:
+            if isinstance(value, bool) or float(value) != int(float(value)):
+                raise TypeError
+            return int(float(value))
+        if annotation is float:
+            if isinstance(value, bool):
+                raise TypeError
+            return float(value)
+        if annotation is str:
+            return str(value)
+        if origin is tuple:
+            items = list(value)
+            if len(items) != len(args):
+                raise TypeError
+            return tuple(coerce(v, a, where) for v, a in zip(items, args, strict=True))
+        if origin is dict:
+            if not isinstance(value, dict):
+                raise TypeError
+            return dict(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: cannot use {value!r} as {annotation}") from err
+    return value
+
+
+def config_from_dict(data: dict[str, Any] | None, base: TrainConfig | None = None) -> TrainConfig:
+    """A :class:`TrainConfig` from nested ``{section: {field: value}}`` over ``base``.
+
+    An unknown section or field raises a ``ValueError`` naming the known ones.
+    """
+    config = dataclasses.replace(base) if base is not None else TrainConfig()
+    sections = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for name, values in (data or {}).items():
+        if name not in sections:
+            raise ValueError(f"unknown config section {name!r}; known: {', '.join(sections)}")
+        if not isinstance(values, dict):
+            raise ValueError(f"config section {name!r} must be a mapping, got {values!r}")
+        part = getattr(config, name)
+        hints = _hints(type(part))
+        changes = {}
+        for key, value in values.items():
+            if key not in hints:
+                raise ValueError(
+                    f"unknown field {name}.{key}; known: {', '.join(sorted(hints))}"
+                )
+            changes[key] = coerce(value, hints[key], f"{name}.{key}")
+        setattr(config, name, dataclasses.replace(part, **changes))
+    return config
+
+
+def apply_overrides(config: TrainConfig, overrides: Sequence[str]) -> TrainConfig:
+    """Apply ``section.field=value`` strings (values parsed as YAML, then typed).
+
+    ``rl.method_overrides.kl_coef=0.05`` sets one key of a dict field.
+
+    >>> c = apply_overrides(TrainConfig(), ["rl.lr=1e-5", "rollout.max_turns=null"])
+    >>> c.rl.lr, c.rollout.max_turns
+    (1e-05, None)
+    >>> apply_overrides(c, ["rl.method_overrides.kl_coef=0.05"]).rl.method_overrides
+    {'kl_coef': 0.05}
+    """
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or len(parts) < 2:
+            raise ValueError(f"override {item!r} must look like section.field=value")
+        section, name, *sub = parts
+        if sub:
+            current = dict(getattr(getattr(config, section, None), name, None) or {})
+            node = current
+            for part in sub[:-1]:
+                node = node.setdefault(part, {})
+            node[sub[-1]] = yaml.safe_load(value) if value.strip() else value
+            config = config_from_dict({section: {name: current}}, config)
+        else:
+            config = config_from_dict({section: {name: value}}, config)
+    return config
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Defaults, then the YAML file at ``path`` (if any), then ``overrides``."""
+    data = {}
+    if path is not None:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a config file must be a mapping of sections")
+    return apply_overrides(config_from_dict(data), overrides)
+
+
+def config_to_dict(config: TrainConfig) -> dict[str, Any]:
+    """The config as plain nested dicts (tuples become lists), ready for YAML or JSON."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return {
+        section: {k: plain(v) for k, v in dataclasses.asdict(getattr(config, section)).items()}
+        for section in (f.name for f in dataclasses.fields(config))
+    }
+
+
+# Hyperparameters that each part of a method reads (written out in the per-method configs).
+_PART_FIELDS: dict[str, tuple[str, ...]] = {
+    "ppo_clip": ("clip_low", "clip_high", "dual_clip"),
+    "gspo": ("clip_low", "clip_high"),
+    "cispo": ("clip_low", "clip_high"),
+    "sapo": ("tau_pos", "tau_neg"),
+    "gigpo": ("gamma", "omega", "gigpo_mode"),
+    "empg": ("empg_k", "empg_k_f", "empg_zeta"),
+    "dapo": ("max_num_gen_batches", "cold_start_steps"),
+}
+
+
+def method_config_yaml(name: str) -> str:
+    """The YAML of ``configs/rl/<name>.yaml``: the method and its study hyperparameters.
+
+    The study's defaults for everything else come from the dataclasses; edit a copy or
+    override on the command line (``--set rl.method_overrides.kl_coef=0.05``).
+    """
+    from arlarena_baselines.algos import get_method
+
+    method = get_method(name)
+    keys: list[str] = []
+    for part in (method.clipping, method.advantage, method.filtering):
+        keys += [k for k in _PART_FIELDS.get(part or "", ()) if k not in keys]
+    if method.sequence_mask:
+        keys.append("delta")
+    keys += ["kl_coef", "entropy_coef"]
+    overrides = {k: getattr(method, k) for k in keys}
+    body = yaml.safe_dump(
+        {"rl": {"method": method.name, "method_overrides": overrides}}, sort_keys=False
+    )
+    head = (
+        f"# {method.name}: {method.summary}\n"
+        f"# aggregation {method.aggregation}, clipping {method.clipping}, advantage "
+        f"{method.advantage}, filter {method.filtering or 'none'}"
+        f"{', sequence mask' if method.sequence_mask else ''}.\n"
+        "# Generated by method_config_yaml(); run with\n"
+        f"#   arlarena train rl --config configs/rl/{method.name}.yaml --env sokoban --model ...\n"
+    )
+    return head + body

@@ -1,0 +1,46 @@
+"""Periodic evaluation on held-out env seeds with the study's evaluation sampling.
+
+Holds :func:`eval_sampling` and :func:`evaluate_policy`. Task ``i`` uses env seed
+``eval.seed + i`` (far from the training seeds), one rollout each, sampled at T = 0.6,
+top-p 0.95, top-k 20 by default.
+"""
+
+from __future__ import annotations
+
+from arlarena_baselines.rollout import EnvPool, SamplingParams, Task, collect
+from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
+from arlarena_baselines.trainer.policy import Policy
+
+__all__ = ["eval_sampling", "evaluate_policy"]
+
+
+def eval_sampling(config: TrainConfig) -> SamplingParams:
+    """The evaluation sampling settings of ``config``."""
+    e = config.eval
+    return SamplingParams(
+        temperature=e.temperature,
+        top_p=e.top_p,
+        top_k=e.top_k,
+        max_new_tokens=e.max_new_tokens or config.rollout.max_new_tokens,
+    )
+
+
+def evaluate_policy(
+    policy: Policy, config: TrainConfig, pool: EnvPool, *, progress: bool = False
+) -> dict[str, float]:
+    """``eval/…`` metrics of the policy on ``config.eval.episodes`` held-out tasks."""
+    e = config.eval
+    tasks = [Task(f"eval{i}", e.seed + i) for i in range(e.episodes)]
+    rollout = collect(
+        pool,
+        policy.responder(eval_sampling(config)),
+        tasks,
+        1,
+        max_turns=config.rollout.max_turns,
+        reset_options=config.rollout.reset_options or None,
+        seed=config.run.seed + e.seed,
+        progress=progress,
+        desc="eval",
+    )
+    return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}

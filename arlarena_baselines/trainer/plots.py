@@ -1,0 +1,130 @@
+"""Training curves and the stability-diagnostics panel of a run, drawn to PNG.
+
+Holds :func:`plot_run`, which reads ``RUN/metrics.jsonl`` and writes, per phase found:
+``plots/<phase>_curves.png`` (success and valid-format ratio on the training rollouts and
+on the held-out evaluation, return, response length; the SFT loss) and, for RL,
+``plots/rl_diagnostics.png`` (KL to π_old and to π_ref, gradient norm, the out-of-band ratio
+fractions, clip fraction, entropy, filtered groups and masked sequences, and the KL-to-ref
+shares of the 8 token groups). Needs matplotlib (the ``plot`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.trainer import keys
+from arlarena_baselines.trainer.tracking import read_metrics
+
+__all__ = ["plot_run"]
+
+# (title, [(metric key, label)]) per panel.
+Panel = tuple[str, Sequence[tuple[str, str]]]
+
+_RL_CURVES: list[Panel] = [
+    ("success rate", [(mn.SUCCESS_RATE, "train rollouts"), ("eval/success_rate", "held-out")]),
+    ("valid-format ratio", [(mn.VALID_FORMAT_RATIO, "train rollouts"),
+                            ("eval/valid_format_ratio", "held-out")]),
+    ("episode return", [(keys.RETURN, "train rollouts"), ("eval/return", "held-out")]),
+    ("response length (tokens)", [(keys.RESPONSE_LENGTH, "train rollouts"),
+                                  ("eval/response_length", "held-out")]),
+]
+_SFT_CURVES: list[Panel] = [
+    ("SFT loss (response tokens)", [(keys.SFT_LOSS, "cross-entropy")]),
+    ("held-out success rate", [("eval/success_rate", "success")]),
+    ("held-out valid-format ratio", [("eval/valid_format_ratio", "valid format")]),
+    ("learning rate", [(keys.SFT_LR, "lr")]),
+]
+_RL_DIAGNOSTICS: list[Panel] = [
+    ("KL divergences", [(mn.KL_OLD, "KL(πθ‖πold)"), (mn.KL_REF, "k3 KL to πref")]),
+    ("gradient norm", [(mn.GRAD_NORM, "mean"), (keys.GRAD_NORM_MAX, "max")]),
+    ("ratio outside [1-ε_low, 1+ε_high]", [(mn.STAB_OOB_LOW_FRAC, "low (A<0)"),
+                                           (mn.STAB_OOB_HIGH_FRAC, "high (A>0)"),
+                                           (mn.OOB_FRAC, "all tokens")]),
+    ("clip fraction", [(mn.STAB_CLIP_FRAC, "stability"), (mn.CLIP_FRAC, "policy loss")]),
+    ("entropy", [(mn.ENTROPY, "token entropy")]),
+    ("filtering and masking", [(mn.GROUPS_FILTERED, "groups filtered"),
+                               (mn.SEQS_MASKED, "sequences masked")]),
+    ("valid-format ratio", [(mn.VALID_FORMAT_RATIO, "train rollouts")]),
+]
+
+
+def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def _draw(records: list[dict[str, Any]], panels: list[Panel], title: str, path: Path,
+          extra: bool = False) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    count = len(panels) + (1 if extra else 0)
+    cols = 2 if count <= 4 else 4
+    rows = -(-count // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    flat = list(axes.flat)
+    for ax, (name, series) in zip(flat, panels, strict=False):
+        for key, label in series:
+            steps, values = _series(records, key)
+            if steps:
+                ax.plot(steps, values, marker="o" if len(steps) < 30 else None, ms=3,
+                        label=label)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+    if extra:
+        _kl_shares(flat[len(panels)], records)
+    for ax in flat[count:]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _kl_shares(ax: Any, records: list[dict[str, Any]]) -> None:
+    """Stacked shares of the KL to π_ref over the 8 (sign A) × (seq ratio) × (entropy) groups."""
+    rows = [r for r in records if all(r.get(k) is not None for k in mn.KL_REF_SHARE_KEYS)]
+    ax.set_title("share of KL to πref by token group", fontsize=10)
+    ax.set_xlabel("step")
+    if not rows:
+        ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+        return
+    steps = [r["step"] for r in rows]
+    values = [[r[k] for r in rows] for k in mn.KL_REF_SHARE_KEYS]
+    labels = [k.split("kl_ref_share/")[1] for k in mn.KL_REF_SHARE_KEYS]
+    ax.stackplot(steps, values, labels=labels)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
+
+
+def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """Draw every figure the run's metrics allow; return the PNG paths."""
+    run_dir = Path(run_dir)
+    records = read_metrics(run_dir)
+    if not records:
+        raise ValueError(f"{run_dir} has no metrics to plot")
+    out = Path(out_dir) if out_dir is not None else run_dir / "plots"
+    name = run_dir.name
+    written = []
+    sft = [r for r in records if r.get("phase") == "sft"]
+    rl = [r for r in records if r.get("phase") == "rl"]
+    if sft:
+        title = f"{name}: behaviour cloning"
+        written.append(_draw(sft, _SFT_CURVES, title, out / "sft_curves.png"))
+    if rl:
+        written.append(_draw(rl, _RL_CURVES, f"{name}: RL training curves", out / "rl_curves.png"))
+        written.append(_draw(rl, _RL_DIAGNOSTICS, f"{name}: stability diagnostics",
+                             out / "rl_diagnostics.png", extra=True))
+    return written

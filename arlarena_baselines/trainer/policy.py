@@ -1,0 +1,119 @@
+"""The policy as the trainers see it: model, tokenizer, device, precision and generation.
+
+Holds :class:`Policy` (built by :meth:`Policy.load` from a
+:class:`~arlarena_baselines.trainer.config.TrainConfig`), which bundles what every phase
+needs: scoring samples (old log-probs, entropies), a responder for rollouts with given
+sampling settings, the forward pass of the loss, and saving.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from arlarena_baselines.rollout import (
+    EnvFactory,
+    GenerationBackend,
+    ModelResponder,
+    PackedBatch,
+    SamplingParams,
+    StepSample,
+    make_backend,
+    response_log_probs,
+    score_samples,
+)
+from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.models import (
+    autocast_dtype,
+    load_policy,
+    resolve_device,
+    save_model,
+)
+
+__all__ = ["Policy", "env_factory"]
+
+
+def env_factory(config: TrainConfig) -> EnvFactory:
+    """The wrapper stack of ``config.rollout`` (shared by training and evaluation)."""
+    r = config.rollout
+    return EnvFactory(r.env, dict(r.env_kwargs), r.history_length, r.format_penalty, r.template)
+
+
+@dataclass
+class Policy:
+    """A causal LM being trained, with its generation backend.
+
+    Attributes:
+        model: the trained module (float32 master weights).
+        tokenizer: its tokenizer (left padding).
+        device: where the model lives.
+        amp: the autocast dtype of forward passes (``None``: float32).
+        backend: the generation backend (``hf`` shares ``model``; others get weight syncs).
+        micro_batch_size: samples per scoring forward.
+    """
+
+    model: torch.nn.Module
+    tokenizer: Any
+    device: torch.device
+    amp: torch.dtype | None
+    backend: GenerationBackend
+    micro_batch_size: int = 16
+
+    @classmethod
+    def load(cls, config: TrainConfig) -> Policy:
+        """Load ``config.model`` and start ``config.rollout.backend`` on it."""
+        model, tokenizer = load_policy(config.model)
+        device = resolve_device(config.model.device)
+        amp = autocast_dtype(config.model, device)
+        options: dict[str, Any] = {"batch_size": config.rollout.gen_batch_size}
+        if config.rollout.backend == "hf":
+            options["autocast_dtype"] = amp
+        backend = make_backend(config.rollout.backend, model, tokenizer, **options)
+        return cls(model, tokenizer, device, amp, backend, config.rl.micro_batch_size)
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.tokenizer.pad_token_id)
+
+    def frozen_copy(self) -> torch.nn.Module:
+        """A frozen copy of the current weights (the reference policy π_ref)."""
+        ref = copy.deepcopy(self.model).eval()
+        ref.requires_grad_(False)
+        return ref
+
+    def responder(self, sampling: SamplingParams) -> ModelResponder:
+        """A rollout responder sampling from this policy with ``sampling``."""
+        return ModelResponder(self.backend, self.tokenizer, sampling)
+
+    def score(self, samples: list[StepSample]) -> None:
+        """Fill ``old_log_probs`` and turn entropies of ``samples`` (π_old = the policy now)."""
+        score_samples(
+            self.model,
+            samples,
+            self.pad_id,
+            micro_batch_size=self.micro_batch_size,
+            autocast_dtype=self.amp,
+        )
+
+    def log_probs(
+        self, batch: PackedBatch, *, with_entropy: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Response log-probs (and entropies) of a packed batch, with gradients."""
+        return response_log_probs(
+            self.model, batch, with_entropy=with_entropy, autocast_dtype=self.amp
+        )
+
+    def sync(self) -> None:
+        """Push the current weights to the generation backend."""
+        self.backend.sync_weights(self.model)
+
+    def save(self, path: str | Path) -> Path:
+        """Save the model and tokenizer as a Hugging Face folder."""
+        return save_model(self.model, self.tokenizer, path)
+
+    def close(self) -> None:
+        self.backend.close()

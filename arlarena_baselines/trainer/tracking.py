@@ -1,0 +1,131 @@
+"""Where metrics go: a JSONL file always, TensorBoard and Weights & Biases when asked.
+
+Holds :class:`MetricsLogger` and :func:`read_metrics`. Each JSONL line is one logged step:
+``{"phase": ..., "step": ..., <metric>: <float>, ...}``. On resume the logger drops the lines
+of steps after the checkpoint (they are about to be redone) and tells TensorBoard to purge
+them, so curves never show a step twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["METRICS_FILE", "MetricsLogger", "read_metrics"]
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of a metrics JSONL (``path`` is the file or its run directory); a torn
+    last line (a crash mid-write) is skipped."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / METRICS_FILE
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _truncate(path: Path, phase: str, first_step: int) -> None:
+    """Rewrite ``path`` without ``phase`` records of step >= ``first_step`` (atomically)."""
+    if not path.exists():
+        return
+    kept = [
+        r for r in read_metrics(path) if not (r.get("phase") == phase and r["step"] >= first_step)
+    ]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    os.replace(tmp, path)
+
+
+class MetricsLogger:
+    """Logs ``{name: float}`` dicts per step to ``run_dir/metrics.jsonl`` (+ TB, W&B).
+
+    Args:
+        run_dir: the run directory.
+        phase: ``sft`` or ``rl``; TensorBoard tags are prefixed with it.
+        resume_step: on resume, the first step to be (re)done; later records are dropped.
+        tensorboard: log to ``run_dir/tensorboard`` (a missing package prints how to install
+            it and is otherwise ignored).
+        wandb: log to W&B (``wandb_config`` is the run's config); a missing package is an error.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        phase: str,
+        *,
+        resume_step: int | None = None,
+        tensorboard: bool = False,
+        wandb: bool = False,
+        wandb_project: str = "arlarena",
+        wandb_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.phase = phase
+        self.path = self.run_dir / METRICS_FILE
+        if resume_step is not None:
+            _truncate(self.path, phase, resume_step)
+        self._file = self.path.open("a")
+        self._tb = self._open_tensorboard(resume_step) if tensorboard else None
+        self._wandb = None
+        if wandb:
+            try:
+                import wandb as wandb_module
+            except ImportError as err:
+                raise ImportError("W&B logging needs the wandb package: pip install wandb") from err
+            self._wandb = wandb_module.init(
+                project=wandb_project,
+                name=f"{self.run_dir.name}-{phase}",
+                config=dict(wandb_config or {}),
+                resume="allow",
+                dir=str(self.run_dir),
+            )
+
+    def _open_tensorboard(self, resume_step: int | None) -> Any:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            print(
+                "tensorboard is not installed: metrics go to metrics.jsonl only "
+                "(pip install tensorboard, or set run.tensorboard=false)",
+                file=sys.stderr,
+            )
+            return None
+        purge = resume_step if resume_step is not None else None
+        return SummaryWriter(str(self.run_dir / "tensorboard" / self.phase), purge_step=purge)
+
+    def log(self, step: int, metrics: Mapping[str, float]) -> dict[str, Any]:
+        """Write one step's metrics (non-finite values are kept as JSON null)."""
+        clean = {k: (float(v) if math.isfinite(float(v)) else None) for k, v in metrics.items()}
+        record = {"phase": self.phase, "step": step, **clean}
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        if self._tb is not None:
+            for key, value in clean.items():
+                if value is not None:
+                    self._tb.add_scalar(key, value, step)
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log({f"{self.phase}/{k}" if "/" not in k else k: v for k, v in clean.items()
+                             if v is not None}, step=step)
+        return record
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()

@@ -1,0 +1,155 @@
+"""Rollouts: groups share env seeds, every turn becomes a scored step sample, pools agree."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arlarena_baselines.rollout import (
+    AgentResponder,
+    EnvFactory,
+    HFBackend,
+    InProcessEnvPool,
+    ModelResponder,
+    ProcessEnvPool,
+    SamplingParams,
+    Task,
+    collect,
+    encode_prompt,
+    make_env_pool,
+    pack_pairs,
+    response_log_probs,
+    score_samples,
+)
+from arlarena_baselines.rollout.envs import EnvWorkerError
+from arlarena_baselines.trainer.config import ModelConfig
+from arlarena_baselines.trainer.models import load_policy
+from wrappers.agents import make_agent
+
+SOKOBAN = EnvFactory("sokoban", history_length=1)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache(tmp_path_factory):
+    """Caches (the parsed SmolLM2 tokenizer) go to a temporary folder."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARLARENA_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model, tokenizer = load_policy(ModelConfig(name="tiny"))
+    return model.eval(), tokenizer
+
+
+class CountingBackend(HFBackend):
+    """The real HF backend, counting its generate calls and prompts."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls: list[int] = []
+
+    def generate(self, prompts, sampling, seed):
+        self.calls.append(len(prompts))
+        return super().generate(prompts, sampling, seed)
+
+
+def test_groups_share_the_seed_and_samples_carry_their_ids():
+    tasks = [Task("a", 3), Task("b", 4)]
+    with InProcessEnvPool(SOKOBAN, 6) as pool:
+        rollout = collect(pool, AgentResponder(make_agent("random", seed=1)), tasks, 3,
+                          max_turns=4)
+    assert len(rollout.episodes) == 6
+    first = {s.traj_id: s.anchor for s in rollout.samples if s.step == 0}
+    assert first["a/0"] == first["a/1"] == first["a/2"] != first["b/0"]
+    for episode in rollout.episodes:
+        turns = [s for s in rollout.samples if s.traj_id == episode.traj_id]
+        assert [s.step for s in turns] == list(range(episode.turns))
+        assert all(s.group_id == episode.group_id for s in turns)
+        assert all(s.episode_score == pytest.approx(episode.episode_return) for s in turns)
+        assert episode.episode_return == pytest.approx(sum(s.reward for s in turns))
+        assert episode.turns <= 4 and all(s.valid for s in turns)
+
+
+def test_the_expert_solves_every_level_in_process():
+    with InProcessEnvPool(SOKOBAN, 4) as pool:
+        rollout = collect(pool, AgentResponder(make_agent("expert")),
+                          [Task(f"g{i}", i) for i in range(4)], 1)
+    assert all(e.won for e in rollout.episodes)
+
+
+def test_worker_processes_give_the_same_rollouts_as_in_process():
+    tasks = [Task("a", 11), Task("b", 12), Task("c", 13)]
+    runs = []
+    for pool in (make_env_pool(SOKOBAN, 4, 0), make_env_pool(SOKOBAN, 4, 2)):
+        with pool:
+            rollout = collect(pool, AgentResponder(make_agent("random", seed=5)), tasks, 2,
+                              max_turns=3)
+        runs.append([(s.traj_id, s.step, s.prompt, s.reward, s.anchor) for s in rollout.samples])
+    assert isinstance(pool, ProcessEnvPool) and runs[0] == runs[1]
+
+
+def test_an_env_error_in_a_worker_is_raised_with_its_traceback():
+    with ProcessEnvPool(EnvFactory("ARLArena/Bandit-v0"), 2, 1) as pool:
+        pool.reset([0, 1], [0, 0])
+        pool.step([0, 1], ["blue", "red"])
+        with pytest.raises(EnvWorkerError, match="the episode is over"):
+            pool.step([0], ["blue"])
+        assert pool.reset([0], [1])[0][1]["won"] is False  # the worker survives
+
+
+def test_model_rollout_batches_each_turn_and_scores_every_token(tiny):
+    model, tokenizer = tiny
+    backend = CountingBackend(model, tokenizer, batch_size=64)
+    responder = ModelResponder(backend, tokenizer, SamplingParams(max_new_tokens=6))
+    with InProcessEnvPool(SOKOBAN, 4) as pool:
+        rollout = collect(
+            pool, responder, [Task("a", 0), Task("b", 1)], 2, max_turns=2,
+            scorer=lambda s: score_samples(model, s, tokenizer.pad_token_id, micro_batch_size=3),
+        )
+    assert backend.calls == [4, 4]  # one generation call per turn for all live episodes
+    assert len(rollout.samples) == 8 and rollout.generated_tokens == sum(
+        len(s.response_ids) for s in rollout.samples)
+    sample = rollout.samples[-1]
+    assert sample.prompt_ids == encode_prompt(tokenizer, sample.prompt)
+    assert 1 <= len(sample.response_ids) <= 6
+    assert len(sample.old_log_probs) == len(sample.response_ids)
+    # The batched, padded scores equal those of the sample alone.
+    alone = pack_pairs([sample.prompt_ids], [sample.response_ids], tokenizer.pad_token_id)
+    with torch.no_grad():
+        log_prob, entropy = response_log_probs(model, alone, with_entropy=True)
+    assert sample.old_log_probs == pytest.approx(log_prob[0].tolist(), abs=1e-4)
+    assert sample.entropy == pytest.approx(float(entropy.mean()), abs=1e-4)
+    assert not any(s.valid for s in rollout.samples)  # an untrained model fails the format
+
+
+def test_generation_is_reproducible_per_seed_and_greedy_is_argmax(tiny):
+    model, tokenizer = tiny
+    backend = HFBackend(model, tokenizer, batch_size=2)
+    prompts = [encode_prompt(tokenizer, "hello"), encode_prompt(tokenizer, "a longer prompt")]
+    sampling = SamplingParams(max_new_tokens=5)
+    state = torch.get_rng_state()
+    first = backend.generate(prompts, sampling, seed=7)
+    assert torch.equal(state, torch.get_rng_state())  # the global RNG is untouched
+    assert backend.generate(prompts, sampling, seed=7) == first
+    assert backend.generate(prompts, sampling, seed=8) != first
+    greedy = backend.generate(prompts[:1], SamplingParams(temperature=0, max_new_tokens=3), 0)[0]
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompts[0] + greedy])).logits[0]
+    assert greedy == logits[len(prompts[0]) - 1 : -1].argmax(-1).tolist()
+
+
+def test_study_sampling_settings_are_validated():
+    with pytest.raises(ValueError):
+        SamplingParams(top_p=0.0)
+    with pytest.raises(ValueError):
+        SamplingParams(max_new_tokens=0)
+
+
+def test_compact_template_replaces_the_study_prompt():
+    env = EnvFactory("sokoban", history_length=0, template="sokoban_compact")()
+    prompt, info = env.reset(seed=0)
+    assert prompt.startswith(f"Sokoban: {info['task']} Symbols") and info["anchor"] in prompt
+    with pytest.raises(KeyError, match="no prompt template"):
+        EnvFactory("sokoban", template="nope")()
