@@ -12,8 +12,22 @@
 - :mod:`.plots`: training curves and the diagnostics panel; :mod:`.keys`: metric names.
 """
 
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from arlarena_baselines.trainer.config import TrainConfig, load_config
-from arlarena_baselines.trainer.rl import RLTrainer, train_rl
-from arlarena_baselines.trainer.sft import SFTTrainer, train_sft
 
 __all__ = ["RLTrainer", "SFTTrainer", "TrainConfig", "load_config", "train_rl", "train_sft"]
+
+# The trainers need torch; importing them lazily keeps the config (and the CLI's parser)
+# usable, and fast, in an install without the ``train`` extra.
+_LAZY = {"RLTrainer": "rl", "train_rl": "rl", "SFTTrainer": "sft", "train_sft": "sft"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
