@@ -108,7 +108,7 @@ def test_every_template_renders_both_turn_kinds():
         assert "«" not in first + later and "»" not in first + later
         assert "T" in first and "{" not in first.replace("\\boxed{'", "")
         if name not in ("tir_math", "sokoban_visual"):
-            assert "OBS" in first
+            assert TEMPLATES[name].show_observation("OBS") in first
         if name != "tir_math":
             assert "Prior to this step" in later
     with pytest.raises(KeyError, match="known"):

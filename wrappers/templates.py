@@ -41,10 +41,12 @@ _SOKOBAN_TAIL = (
 
 @dataclass(frozen=True)
 class Template:
-    """One env's prompt: the text and how its admissible actions are listed."""
+    """One env's prompt: the text, how its admissible actions are listed and how an
+    observation is shown (as is, unless a variant re-lays it out for a small model)."""
 
     text: str
     join_actions: Callable[[Sequence[str]], str]
+    show_observation: Callable[[str], str] = str
 
 
 def _quoted(sep: str) -> Callable[[Sequence[str]], str]:
@@ -142,8 +144,11 @@ def render_prompt(
         task_description=task,
         step_count=step_count,
         history_length=len(history),
-        action_history=format_history(history, step_count - len(history) + 1),
+        action_history=format_history(
+            [(template.show_observation(obs), action) for obs, action in history],
+            step_count - len(history) + 1,
+        ),
         current_step=step_count + 1,
-        current_observation=observation,
+        current_observation=template.show_observation(observation),
         admissible_actions=template.join_actions(admissible),
     )

@@ -3,9 +3,11 @@
 Holds :data:`COMPACT_TEMPLATES` (added to :data:`wrappers.templates.TEMPLATES` on import) and
 :func:`check_template`. The study's Sokoban prompt is ~400 tokens a turn; on a CPU, prefill and
 backward over it dominate a training step. ``sokoban_compact`` keeps what a policy needs (the
-goal, the legend, the grid, the admissible actions and the required format) in ~100 tokens.
-Select it with ``rollout.template: sokoban_compact``; results with it are not comparable to the
-study's prompt.
+goal, the legend, the grid, the admissible actions and the required format) in ~130 tokens,
+with the grid's cells separated by spaces: SmolLM2's tokenizer merges runs of ``_`` into one
+token (``#__P_#`` is 4 tokens), which hides the columns from a small model trained from scratch;
+spaced, every cell is one token. Select it with ``rollout.template: sokoban_compact``; results
+with it are not comparable to the study's prompt.
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from __future__ import annotations
 from arlarena_envs.sokoban.render import LEGEND
 from wrappers.templates import TEMPLATES, Template
 
-__all__ = ["COMPACT_TEMPLATES", "check_template"]
+__all__ = ["COMPACT_TEMPLATES", "check_template", "spaced_grid"]
+
+
+def spaced_grid(grid: str) -> str:
+    r"""The grid with a space between cells, one cell per token.
+
+    >>> spaced_grid("#_P#\n#XO#")
+    '# _ P #\n# X O #'
+    """
+    return "\n".join(" ".join(row) for row in grid.split("\n"))
+
 
 COMPACT_TEMPLATES: dict[str, Template] = {
     "sokoban_compact": Template(
@@ -21,6 +33,7 @@ COMPACT_TEMPLATES: dict[str, Template] = {
         "{action_history} »Step {current_step}. Grid:\n{current_observation}\nAdmissible "
         "actions: [{admissible_actions}]. Answer as <think>...</think><action>...</action>.",
         lambda actions: ", ".join(actions),
+        spaced_grid,
     ),
 }
 
