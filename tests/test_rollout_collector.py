@@ -150,6 +150,9 @@ def test_study_sampling_settings_are_validated():
 def test_compact_template_replaces_the_study_prompt():
     env = EnvFactory("sokoban", history_length=0, template="sokoban_compact")()
     prompt, info = env.reset(seed=0)
-    assert prompt.startswith(f"Sokoban: {info['task']} Symbols") and info["anchor"] in prompt
+    assert prompt.startswith(f"Sokoban: {info['task']} Symbols")
+    # The grid, one cell per token: every row of the anchor, its cells spaced.
+    for row in info["anchor"].split("\n"):
+        assert "\n" + " ".join(row) + "\n" in prompt
     with pytest.raises(KeyError, match="no prompt template"):
         EnvFactory("sokoban", template="nope")()
