@@ -36,3 +36,16 @@ def test_drives_a_sokoban_episode_through_the_wrappers(greedy, tmp_path):
     assert len(turns) == episode["turns"] >= 1
     assert all(t["prompt"].startswith("You are an expert agent") for t in turns)
     assert all(isinstance(t["format_ok"], bool) for t in turns)
+
+
+def test_the_embedded_model_saves_and_reloads_as_a_plain_checkpoint(greedy, tmp_path):
+    """The GGUF is unpacked on load, so checkpoints (and vLLM's copy) are plain safetensors."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    greedy.model.save_pretrained(tmp_path)
+    assert "quantization_config" not in (tmp_path / "config.json").read_text()
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        reloaded = AutoModelForCausalLM.from_pretrained(tmp_path)(ids).logits
+        assert torch.equal(reloaded, greedy.model(ids).logits)

@@ -5,6 +5,7 @@
   worker-process pools, :func:`make_env_pool`;
 - :mod:`.generation`: :class:`SamplingParams` (:data:`TRAIN_SAMPLING`, :data:`EVAL_SAMPLING`),
   the :class:`GenerationBackend` interface, :class:`HFBackend`, :func:`make_backend`;
+- :mod:`.vllm_backend`: :class:`VLLMBackend` (``vllm``: an engine synced after each update);
 - :mod:`.chat`: prompt / response tokenisation with the chat template;
 - :mod:`.forward`: packing (prompt, response) pairs, response log-probs and entropies;
 - :mod:`.collector`: :class:`Task`, the responders and :func:`collect`;
@@ -46,6 +47,7 @@ from arlarena_baselines.rollout.generation import (
     make_backend,
 )
 from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
+from arlarena_baselines.rollout.vllm_backend import VLLMBackend
 
 __all__ = [
     "BACKENDS",
@@ -66,6 +68,7 @@ __all__ = [
     "SamplingParams",
     "StepSample",
     "Task",
+    "VLLMBackend",
     "call_seed",
     "collect",
     "encode_prompt",

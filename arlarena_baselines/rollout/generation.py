@@ -3,9 +3,10 @@
 Holds :class:`SamplingParams` (the study's train and eval settings as :data:`TRAIN_SAMPLING`
 and :data:`EVAL_SAMPLING`), the :class:`GenerationBackend` interface, :class:`HFBackend`
 (transformers ``generate`` on the policy module itself, so it never needs a weight sync) and
-the registry :data:`BACKENDS` behind :func:`make_backend` (``hf``; an engine such as vLLM
-plugs in with :func:`register_backend`: it samples token ids and takes the policy's weights
-in :meth:`GenerationBackend.sync_weights` after each update).
+the registry :data:`BACKENDS` behind :func:`make_backend` (``hf``; an engine plugs in with
+:func:`register_backend`: it samples token ids and takes the policy's weights in
+:meth:`GenerationBackend.sync_weights` after each update, as
+:mod:`~arlarena_baselines.rollout.vllm_backend` does).
 
 Backends return token ids only: the rollout scores them with the policy's own forward pass
 (log-probs and entropies), so every backend yields the same training data.
@@ -29,6 +30,7 @@ __all__ = [
     "GenerationBackend",
     "HFBackend",
     "SamplingParams",
+    "eos_token_ids",
     "make_backend",
     "register_backend",
 ]
@@ -101,7 +103,7 @@ class HFBackend(GenerationBackend):
     ) -> None:
         self.model = model
         self.pad_id = int(tokenizer.pad_token_id)
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = eos_token_ids(model, tokenizer)
         self.batch_size = batch_size
         self.autocast_dtype = autocast_dtype
 
@@ -158,7 +160,8 @@ class HFBackend(GenerationBackend):
         return [_cut(row.tolist(), self.eos_ids) for row in out[:, width:].cpu()]
 
 
-def _eos_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
+def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
+    """The tokens that end a response: the tokenizer's and the generation config's EOS."""
     ids = {int(tokenizer.eos_token_id)}
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     if isinstance(configured, int):
@@ -181,12 +184,13 @@ BACKENDS: dict[str, BackendFactory] = {"hf": HFBackend}
 
 
 def register_backend(name: str, factory: BackendFactory) -> None:
-    """Add a backend factory ``factory(model, tokenizer, **options)`` under ``name``."""
+    """Add a backend factory ``factory(model, tokenizer, **options)`` under ``name``; the
+    trainer's options are ``batch_size`` and ``autocast_dtype``."""
     BACKENDS[name] = factory
 
 
 def make_backend(name: str, model: torch.nn.Module, tokenizer: Any, **options: Any):
-    """Build the backend registered as ``name`` (built in: ``hf``)."""
+    """Build the backend registered as ``name`` (built in: ``hf``, ``vllm``)."""
     if name not in BACKENDS:
         raise ValueError(f"unknown generation backend {name!r}; known: {', '.join(BACKENDS)}")
     return BACKENDS[name](model, tokenizer, **options)

@@ -69,10 +69,10 @@ class Policy:
         model, tokenizer = load_policy(config.model)
         device = resolve_device(config.model.device)
         amp = autocast_dtype(config.model, device)
-        options: dict[str, Any] = {"batch_size": config.rollout.gen_batch_size}
-        if config.rollout.backend == "hf":
-            options["autocast_dtype"] = amp
-        backend = make_backend(config.rollout.backend, model, tokenizer, **options)
+        backend = make_backend(
+            config.rollout.backend, model, tokenizer,
+            batch_size=config.rollout.gen_batch_size, autocast_dtype=amp,
+        )
         return cls(model, tokenizer, device, amp, backend, config.rl.micro_batch_size)
 
     @property

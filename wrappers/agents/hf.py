@@ -51,6 +51,11 @@ def load_model(name: str | None = None, *, dtype: Any = None, device: str = "cpu
         source = name
     tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype or torch.float32, **kwargs)
+    if "gguf_file" in kwargs and all(p.is_floating_point() for p in model.parameters()):
+        # The GGUF was unpacked into plain float weights, but transformers keeps its quantizer,
+        # which refuses save_pretrained (checkpoints, the vLLM engine's copy): drop it.
+        model.hf_quantizer = None
+        del model.config.quantization_config
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
