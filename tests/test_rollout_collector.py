@@ -29,12 +29,7 @@ from wrappers.agents import make_agent
 SOKOBAN = EnvFactory("sokoban", history_length=1)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    """Caches (the parsed SmolLM2 tokenizer) go to a temporary folder."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ARLARENA_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 @pytest.fixture(scope="module")

@@ -32,12 +32,7 @@ TOL = 1e-3
 """Engine vs trainer log-prob agreement, both float32 (measured gap: at most 4e-6)."""
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    """Caches (the parsed SmolLM2 tokenizer) go to a temporary folder."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ARLARENA_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 @pytest.fixture(scope="module")

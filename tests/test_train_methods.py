@@ -22,7 +22,7 @@ from arlarena_baselines.trainer.rl import train_rl
 from arlarena_baselines.trainer.sft import train_sft
 from wrappers.format import parse_response
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("isolated_cache")]
 
 ARMS = ("red", "green", "blue", "yellow")
 BANDIT = "ARLArena/Bandit-v0"
@@ -43,14 +43,6 @@ DIAGNOSTICS = (
     mn.VALID_FORMAT_RATIO, mn.SUCCESS_RATE, mn.GRAD_NORM, mn.PG_LOSS, mn.KL_LOSS, mn.ENTROPY,
     mn.TOTAL_LOSS, mn.CLIP_FRAC, mn.RATIO_MEAN,
 )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    """Caches (the parsed SmolLM2 tokenizer) go to a temporary folder."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ARLARENA_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,7 @@ SOKOBAN = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    """Caches (the parsed SmolLM2 tokenizer) go to a temporary folder."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ARLARENA_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def test_demonstrations_keep_valid_turns_of_good_episodes(tmp_path):
