@@ -36,7 +36,7 @@ test: install
 	$(PY) -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
-# `make learn`: behaviour cloning of the Sokoban expert, then SAMPO, on a CPU (~31 min on 2 cores).
+# `make learn`: behaviour cloning of the Sokoban expert, then SAMPO, on a CPU (~38 min on 2 cores).
 learn: install
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
 	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume
