@@ -28,6 +28,8 @@ __all__ = [
     "ResetResult",
     "StepResult",
     "make_env_pool",
+    "positions_by_worker",
+    "worker_slots",
 ]
 
 ResetResult = tuple[str, dict[str, Any]]
@@ -63,6 +65,24 @@ class EnvFactory:
             templates.check_template(self.template)
             wrapped.template = self.template
         return wrapped
+
+
+def worker_slots(worker: int, num_envs: int, workers: int) -> list[int]:
+    """The slots that live in ``worker`` when slot ``i`` lives in worker ``i % workers``."""
+    return list(range(worker, num_envs, workers))
+
+
+def positions_by_worker(items: Sequence[tuple[int, Any]], workers: int) -> dict[int, list[int]]:
+    """The positions of ``(slot, value)`` items per worker (slot ``i`` in ``i % workers``), in
+    order, so each worker gets its share of a call in one message.
+
+    >>> positions_by_worker([(0, "a"), (3, "b"), (1, "c"), (2, "d")], 2)
+    {0: [0, 3], 1: [1, 2]}
+    """
+    shares: dict[int, list[int]] = {}
+    for position, (slot, _) in enumerate(items):
+        shares.setdefault(slot % workers, []).append(position)
+    return shares
 
 
 class EnvWorkerError(RuntimeError):
@@ -182,7 +202,7 @@ class ProcessEnvPool(EnvPool):
         self._procs = []
         for w in range(self.workers):
             parent, child = ctx.Pipe()
-            slots = list(range(w, num_envs, self.workers))
+            slots = worker_slots(w, num_envs, self.workers)
             proc = ctx.Process(target=_worker, args=(factory, slots, child), daemon=True)
             proc.start()
             child.close()
@@ -201,16 +221,12 @@ class ProcessEnvPool(EnvPool):
         return payload
 
     def _call(self, command: str, items: list[tuple[int, Any]], **extra: Any) -> list[Any]:
-        shares: dict[int, list[tuple[int, Any]]] = {}
-        order: dict[int, list[int]] = {}
-        for position, (slot, value) in enumerate(items):
-            shares.setdefault(slot % self.workers, []).append((slot, value))
-            order.setdefault(slot % self.workers, []).append(position)
-        for w, share in shares.items():
-            self._conns[w].send((command, {"items": share, **extra}))
+        shares = positions_by_worker(items, self.workers)
+        for w, positions in shares.items():
+            self._conns[w].send((command, {"items": [items[p] for p in positions], **extra}))
         out: list[Any] = [None] * len(items)
-        for w in shares:
-            for position, result in zip(order[w], self._receive(self._conns[w]), strict=True):
+        for w, positions in shares.items():
+            for position, result in zip(positions, self._receive(self._conns[w]), strict=True):
                 out[position] = result
         return out
 

@@ -30,6 +30,8 @@ from arlarena_baselines.rollout.envs import (
     EnvWorkerError,
     ResetResult,
     StepResult,
+    positions_by_worker,
+    worker_slots,
 )
 
 __all__ = ["RayEnvPool"]
@@ -109,7 +111,7 @@ class RayEnvPool(EnvPool):
         ray.get([a.__ray_ready__.remote() for a in self.actors])
 
     def _slots(self, worker: int) -> list[int]:
-        return list(range(worker, self.num_envs, self.workers))
+        return worker_slots(worker, self.num_envs, self.workers)
 
     def _new_actor(self, worker: int) -> Any:
         return self._remote.remote(self.factory, self._slots(worker))
@@ -123,11 +125,8 @@ class RayEnvPool(EnvPool):
         self.actors[worker] = actor
 
     def _call(self, method: str, items: list[tuple[int, Any]], *args: Any) -> list[Any]:
-        shares: dict[int, list[int]] = {}
-        for position, (slot, _) in enumerate(items):
-            shares.setdefault(slot % self.workers, []).append(position)
         out: list[Any] = [None] * len(items)
-        pending = dict(shares)
+        pending = positions_by_worker(items, self.workers)
         for _ in range(MAX_RESTARTS_PER_CALL + 1):
             refs = {
                 w: getattr(self.actors[w], method).remote([items[p] for p in positions], *args)
