@@ -219,7 +219,8 @@ def _empg(
     if adv.size == 0:
         return adv
     low, span = ent.min(), ent.max() - ent.min()
-    scale = 1.0 / span if span > 0 else 0.0
+    # A spread below the smallest normal float has no finite reciprocal: treat it as none.
+    scale = 1.0 / span if span >= np.finfo(ent.dtype).tiny else 0.0
     weight = np.exp(-k * (ent - low) * scale)
     gate = weight / weight.mean()
     has_next = ~np.isnan(nxt)
