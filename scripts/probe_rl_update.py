@@ -1,0 +1,178 @@
+"""Probe what a few RL updates do to a Sokoban policy, split by which samples carry the signal.
+
+Collects one training batch with an ``arlarena train rl`` config, computes the method's
+advantages, then, starting each time from the same weights and optimizer state, runs
+``--updates`` policy updates on that batch with the advantages of each variant:
+
+- ``all``: as the trainer does;
+- ``positive only`` / ``negative only``: the other sign set to 0;
+- ``malformed zeroed``: 0 for responses that fail the strict format check;
+- ``shuffled``: the same values, randomly reassigned (noise with the same scale).
+
+After each variant it prints, on the expert's states of held-out levels (responses written with
+``--response-template``), the entropy of π at the token where the move is first named (the
+decision) and at the executed one in ``<action>`` (a copy when the template names the move
+twice), the expert's NLL and π's move accuracy at the decision, and the mean entropy over all
+response tokens. Example (the ``make learn`` recipe's checkpoint)::
+
+    python scripts/probe_rl_update.py --config configs/recipe/sokoban-rl.yaml \\
+        --model runs/learn-bc/final --lr 1e-4 --updates 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import tempfile
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from arlarena_baselines.algos import compute_advantages
+from arlarena_baselines.rollout import EnvFactory, StepSample, encode_prompt, pack_pairs
+from arlarena_baselines.rollout.chat import encode_response
+from arlarena_baselines.rollout.forward import PackedBatch
+from arlarena_baselines.trainer.config import load_config
+from arlarena_baselines.trainer.rl import RLTrainer
+
+MOVES = ("up", "down", "left", "right")
+
+
+def expert_states(trainer: RLTrainer, template: str, levels: int, seed: int):
+    """The expert's (prompt, response) pairs on ``levels`` held-out levels, packed; the response
+    columns of the first move token (where the move is decided) and of the executed one (in
+    ``<action>``; the same column when the template names the move once); the moves' ids."""
+    tok, r = trainer.policy.tokenizer, trainer.config.rollout
+    env = EnvFactory(r.env, history_length=r.history_length, template=r.template)()
+    prompts, responses = [], []
+    for i in range(levels):
+        obs, _ = env.reset(seed=seed + i)
+        for _ in range(r.max_turns or 10):
+            action = env.unwrapped.expert_action()
+            response = template.format(action=action)
+            prompts.append(encode_prompt(tok, obs))
+            responses.append(encode_response(tok, response))
+            obs, _, terminated, truncated, _ = env.step(response)
+            if terminated or truncated:
+                break
+    env.close()
+    sample = template.format(action="up")
+    offsets = tok(sample, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    executed = sample.index("<action>") + len("<action>")
+    columns = (
+        next(i for i, (a, _) in enumerate(offsets) if a >= sample.index("up")),
+        next(i for i, (a, _) in enumerate(offsets) if a >= executed),
+    )
+    moves = [tok(m, add_special_tokens=False)["input_ids"][0] for m in MOVES]
+    return pack_pairs(prompts, responses, trainer.policy.pad_id), columns, moves
+
+
+def measure(model: torch.nn.Module, probe: PackedBatch, columns: tuple[int, int],
+            moves: list[int], chunk: int = 64) -> dict:
+    """Entropy at the deciding and the executed move token, the expert's NLL at the deciding
+    one, the mean response entropy, and how often π's likeliest move is the expert's."""
+    model.eval()
+    width, length = probe.width, probe.input_ids.shape[1]
+    keep = torch.arange(length - width - 1, length - 1)
+    decided, executed, nll, entropies, correct = [], [], [], [], []
+    for start in range(0, probe.input_ids.shape[0], chunk):
+        part = PackedBatch(*(t[start : start + chunk] for t in (
+            probe.input_ids, probe.attention_mask, probe.position_ids, probe.response_mask)))
+        rows = torch.arange(part.input_ids.shape[0])
+        first = width - part.response_mask.sum(-1).long()  # rows are right-aligned
+        at, run = first + columns[0], first + columns[1]
+        with torch.no_grad():
+            logits = model(input_ids=part.input_ids, attention_mask=part.attention_mask,
+                           position_ids=part.position_ids, logits_to_keep=keep,
+                           use_cache=False).logits.float()
+        log_p = torch.log_softmax(logits, -1)
+        entropy = -(log_p.exp() * log_p).sum(-1)
+        labels = part.input_ids[:, -width:]
+        decided.append(entropy[rows, at])
+        executed.append(entropy[rows, run])
+        nll.append(-log_p[rows, at, labels[rows, at]])
+        entropies.append(entropy[part.response_mask.bool()])
+        best = torch.tensor(moves)[logits[rows, at][:, moves].argmax(-1)]
+        correct.append((best == labels[rows, at]).float())
+    return {
+        "entropy@decided": float(torch.cat(decided).mean()),
+        "entropy@executed": float(torch.cat(executed).mean()),
+        "expert nll@decided": float(torch.cat(nll).mean()),
+        "entropy(all)": float(torch.cat(entropies).mean()),
+        "move accuracy": float(torch.cat(correct).mean()),
+    }
+
+
+def variants(advantages: Tensor, batch: list[StepSample]) -> dict[str, Callable[[], Tensor]]:
+    valid = torch.tensor([s.valid for s in batch])
+    shuffle = torch.randperm(len(advantages), generator=torch.Generator().manual_seed(0))
+    return {
+        "all": lambda: advantages,
+        "positive only": lambda: advantages.clamp_min(0),
+        "negative only": lambda: advantages.clamp_max(0),
+        "malformed zeroed": lambda: torch.where(valid, advantages, 0.0),
+        "shuffled": lambda: advantages[shuffle],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/recipe/sokoban-rl.yaml")
+    parser.add_argument("--model", required=True, help="checkpoint to probe")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--updates", type=int, default=3, help="updates on the batch per variant")
+    parser.add_argument("--n-groups", type=int, default=16)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--levels", type=int, default=60, help="held-out levels for the probe")
+    parser.add_argument("--seed", type=int, default=2_000_000, help="first held-out level")
+    parser.add_argument("--response-template",
+                        default="<think>{action}</think><action>{action}</action>")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as out:
+        config = load_config(args.config, [
+            f"model.name={args.model}", f"run.out={out}", f"rl.lr={args.lr}",
+            f"rollout.n_groups={args.n_groups}", f"rollout.group_size={args.group_size}",
+            "run.tensorboard=false", "run.progress=false",
+        ])
+        trainer = RLTrainer(config)
+        try:
+            probe, columns, moves = expert_states(trainer, args.response_template, args.levels,
+                                                 args.seed)
+            batch = trainer.rollout(0, 0).samples
+            m = trainer.method
+            advantages = compute_advantages(
+                m,
+                episode_scores=[s.episode_score for s in batch],
+                group_ids=[s.group_id for s in batch],
+                traj_ids=[s.traj_id for s in batch],
+                steps=[s.step for s in batch],
+                step_rewards=[s.reward for s in batch],
+                anchors=[s.anchor for s in batch],
+                entropies=[s.entropy for s in batch],
+            )
+            reference = trainer.reference_log_probs(batch)
+            weights = copy.deepcopy(trainer.policy.model.state_dict())
+            optimizer = copy.deepcopy(trainer.optimizer.state_dict())
+            print(f"batch: {len(batch)} step samples, valid format "
+                  f"{np.mean([s.valid for s in batch]):.3f}; probe: {probe.input_ids.shape[0]} "
+                  f"expert states")
+            rows = {"checkpoint": measure(trainer.policy.model, probe, columns, moves)}
+            for name, make in variants(advantages, batch).items():
+                trainer.policy.model.load_state_dict(weights)
+                trainer.optimizer.load_state_dict(optimizer)
+                for _ in range(args.updates):
+                    trainer.update(batch, make(), reference, [], [])
+                rows[name] = measure(trainer.policy.model, probe, columns, moves)
+        finally:
+            trainer.close()
+    keys = list(rows["checkpoint"])
+    print("| advantages | " + " | ".join(keys) + " |")
+    print("|---" * (len(keys) + 1) + "|")
+    for name, row in rows.items():
+        print(f"| {name} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + " |")
+
+
+if __name__ == "__main__":
+    main()
