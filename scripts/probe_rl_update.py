@@ -30,7 +30,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from arlarena_baselines.algos import compute_advantages
 from arlarena_baselines.rollout import EnvFactory, StepSample, encode_prompt, pack_pairs
 from arlarena_baselines.rollout.chat import encode_response
 from arlarena_baselines.rollout.forward import PackedBatch
@@ -141,17 +140,7 @@ def main() -> None:
             probe, columns, moves = expert_states(trainer, args.response_template, args.levels,
                                                  args.seed)
             batch = trainer.rollout(0, 0).samples
-            m = trainer.method
-            advantages = compute_advantages(
-                m,
-                episode_scores=[s.episode_score for s in batch],
-                group_ids=[s.group_id for s in batch],
-                traj_ids=[s.traj_id for s in batch],
-                steps=[s.step for s in batch],
-                step_rewards=[s.reward for s in batch],
-                anchors=[s.anchor for s in batch],
-                entropies=[s.entropy for s in batch],
-            )
+            advantages = trainer.advantages(batch)
             reference = trainer.reference_log_probs(batch)
             weights = copy.deepcopy(trainer.policy.model.state_dict())
             optimizer = copy.deepcopy(trainer.optimizer.state_dict())

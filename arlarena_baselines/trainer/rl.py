@@ -178,16 +178,7 @@ class RLTrainer:
             return metrics | {keys.TIME_STEP: time.perf_counter() - start}
 
         # 2. Advantages with the method's estimator (one value per step sample).
-        advantages = compute_advantages(
-            m,
-            episode_scores=[s.episode_score for s in batch],
-            group_ids=[s.group_id for s in batch],
-            traj_ids=[s.traj_id for s in batch],
-            steps=[s.step for s in batch],
-            step_rewards=[s.reward for s in batch],
-            anchors=[s.anchor for s in batch],
-            entropies=[s.entropy for s in batch],
-        )
+        advantages = self.advantages(batch)
         # 3. log π_ref of the responses, for the k3 KL penalty.
         reference = self.reference_log_probs(batch)
 
@@ -244,6 +235,19 @@ class RLTrainer:
             scorer=self.policy.score,
             progress=self.config.run.progress,
             desc=f"rollout {step + 1}",
+        )
+
+    def advantages(self, batch: list[StepSample]) -> Tensor:
+        """The method's advantage of each step sample, (N,)."""
+        return compute_advantages(
+            self.method,
+            episode_scores=[s.episode_score for s in batch],
+            group_ids=[s.group_id for s in batch],
+            traj_ids=[s.traj_id for s in batch],
+            steps=[s.step for s in batch],
+            step_rewards=[s.reward for s in batch],
+            anchors=[s.anchor for s in batch],
+            entropies=[s.entropy for s in batch],
         )
 
     def reference_log_probs(self, batch: list[StepSample]) -> list[list[float]] | None:
