@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import tempfile
 from collections.abc import Callable
 
@@ -30,10 +31,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from arlarena_baselines.rollout import EnvFactory, StepSample, encode_prompt, pack_pairs
+from arlarena_baselines.rollout import StepSample, encode_prompt, pack_pairs
 from arlarena_baselines.rollout.chat import encode_response
 from arlarena_baselines.rollout.forward import PackedBatch
 from arlarena_baselines.trainer.config import load_config
+from arlarena_baselines.trainer.policy import env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
 
 MOVES = ("up", "down", "left", "right")
@@ -43,29 +45,30 @@ def expert_states(trainer: RLTrainer, template: str, levels: int, seed: int):
     """The expert's (prompt, response) pairs on ``levels`` held-out levels, packed; the response
     columns of the first move token (where the move is decided) and of the executed one (in
     ``<action>``; the same column when the template names the move once); the moves' ids."""
-    tok, r = trainer.policy.tokenizer, trainer.config.rollout
-    env = EnvFactory(r.env, history_length=r.history_length, template=r.template)()
+    tok, max_turns = trainer.policy.tokenizer, trainer.config.rollout.max_turns
+    moves = [tok(m, add_special_tokens=False)["input_ids"] for m in MOVES]
+    if any(len(ids) != 1 for ids in moves):
+        raise ValueError(f"the probe needs one token per move; the tokenizer gives {moves}")
+    env = env_factory(trainer.config)()
     prompts, responses = [], []
     for i in range(levels):
         obs, _ = env.reset(seed=seed + i)
-        for _ in range(r.max_turns or 10):
-            action = env.unwrapped.expert_action()
-            response = template.format(action=action)
+        for turn in itertools.count(1):
+            response = template.format(action=env.unwrapped.expert_action())
             prompts.append(encode_prompt(tok, obs))
             responses.append(encode_response(tok, response))
             obs, _, terminated, truncated, _ = env.step(response)
-            if terminated or truncated:
+            if terminated or truncated or turn == max_turns:
                 break
     env.close()
-    sample = template.format(action="up")
+    # Columns located in one formatted response: every move is one token, so they hold for all.
+    sample = template.format(action=MOVES[0])
     offsets = tok(sample, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    decided = template.index("{action}")  # the first move starts where the first field was
     executed = sample.index("<action>") + len("<action>")
-    columns = (
-        next(i for i, (a, _) in enumerate(offsets) if a >= sample.index("up")),
-        next(i for i, (a, _) in enumerate(offsets) if a >= executed),
-    )
-    moves = [tok(m, add_special_tokens=False)["input_ids"][0] for m in MOVES]
-    return pack_pairs(prompts, responses, trainer.policy.pad_id), columns, moves
+    columns = tuple(next(i for i, (a, _) in enumerate(offsets) if a >= at)
+                    for at in (decided, executed))
+    return pack_pairs(prompts, responses, trainer.policy.pad_id), columns, [m[0] for m in moves]
 
 
 def measure(model: torch.nn.Module, probe: PackedBatch, columns: tuple[int, int],
