@@ -185,6 +185,18 @@ def test_solver_is_move_optimal_on_a_hand_made_level():
     assert solve(level.walls, level.targets, level.player, level.boxes, max_depth=3) is None
 
 
+def test_shortest_solution_follows_the_state_and_reports_deadlocks():
+    rows = ["#######", "#P____#", "#_X__O#", "#_____#", "#######"]
+    env = _env_with(rows)
+    assert env.shortest_solution() == ["down", "right", "right", "right"]
+    env.step("down")
+    assert env.shortest_solution() == ["right", "right", "right"]
+    stuck = _env_with(rows)
+    stuck.step("right")
+    stuck.step("down")  # the box goes against the bottom wall, below the target's row
+    assert stuck.shortest_solution() is None
+
+
 def test_solver_reports_unsolvable_levels():
     level = _level(["######", "#P___#", "#_X__#", "#___O#", "######"])
     stuck = _level(["#####", "#P_X#", "#__O#", "#####"])  # box in a corner, not on the target

@@ -145,11 +145,15 @@ class SokobanEnv(TextEnv):
             return self._grid()
         return None
 
+    def shortest_solution(self) -> list[str] | None:
+        """A shortest list of moves that wins from the current state (``None``: deadlocked)."""
+        return solve(self.level.walls, self._targets, self._player, self._boxes)
+
     def expert_action(self) -> str | None:
         """Next move of a shortest plan from the current state (re-planned if it drifted)."""
         state = (self._player, self._boxes)
         if self._plan_state != state or not self._plan:
-            self._plan = solve(self.level.walls, self._targets, *state) or []
+            self._plan = self.shortest_solution() or []
         if not self._plan:
             return None
         action = self._plan.pop(0)
