@@ -9,11 +9,13 @@ advantages, then, starting each time from the same weights and optimizer state, 
 - ``malformed zeroed``: 0 for responses that fail the strict format check;
 - ``shuffled``: the same values, randomly reassigned (noise with the same scale).
 
-After each variant it prints, on the expert's states of held-out levels (responses written with
-``--response-template``), the entropy of π at the token where the move is first named (the
-decision) and at the executed one in ``<action>`` (a copy when the template names the move
-twice), the expert's NLL and π's move accuracy at the decision, and the mean entropy over all
-response tokens. Example (the ``make learn`` recipe's checkpoint)::
+It first prints how many turns of lost episodes get a positive advantage (and their share of
+the batch's positive advantage). After each variant it prints, on the expert's states of
+held-out levels (responses written with ``--response-template``), the entropy of π at the
+token where the move is first named (the decision) and at the executed one in ``<action>`` (a
+copy when the template names the move twice), the expert's NLL and π's move accuracy at the
+decision, and the mean entropy over all response tokens. Example (the ``make learn`` recipe's
+checkpoint)::
 
     python scripts/probe_rl_update.py --config configs/recipe/sokoban-rl.yaml \\
         --model runs/learn-bc/final --lr 1e-4 --updates 3
@@ -31,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from arlarena_baselines.rollout import StepSample, encode_prompt, pack_pairs
+from arlarena_baselines.rollout import Rollout, StepSample, encode_prompt, pack_pairs
 from arlarena_baselines.rollout.chat import encode_response
 from arlarena_baselines.rollout.forward import PackedBatch
 from arlarena_baselines.trainer.config import load_config
@@ -119,6 +121,17 @@ def variants(advantages: Tensor, batch: list[StepSample]) -> dict[str, Callable[
     }
 
 
+def lost_but_reinforced(rollout: Rollout, advantages: Tensor) -> str:
+    """How much positive advantage lands on turns of lost episodes (e.g. a format penalty
+    separating rollouts that all failed, scaled up by the group's std)."""
+    won = {e.traj_id: e.won for e in rollout.episodes}
+    lost = torch.tensor([not won[s.traj_id] for s in rollout.samples])
+    positive = advantages > 0
+    share = float(advantages[positive & lost].sum() / advantages[positive].sum().clamp_min(1e-12))
+    return (f"lost-episode turns with A > 0: {int((positive & lost).sum())} of {int(lost.sum())}, "
+            f"{share:.1%} of the batch's positive advantage")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/recipe/sokoban-rl.yaml")
@@ -142,7 +155,8 @@ def main() -> None:
         try:
             probe, columns, moves = expert_states(trainer, args.response_template, args.levels,
                                                  args.seed)
-            batch = trainer.rollout(0, 0).samples
+            rollout = trainer.rollout(0, 0)
+            batch = rollout.samples
             advantages = trainer.advantages(batch)
             reference = trainer.reference_log_probs(batch)
             weights = copy.deepcopy(trainer.policy.model.state_dict())
@@ -150,6 +164,7 @@ def main() -> None:
             print(f"batch: {len(batch)} step samples, valid format "
                   f"{np.mean([s.valid for s in batch]):.3f}; probe: {probe.input_ids.shape[0]} "
                   f"expert states")
+            print(lost_but_reinforced(rollout, advantages))
             rows = {"checkpoint": measure(trainer.policy.model, probe, columns, moves)}
             for name, make in variants(advantages, batch).items():
                 trainer.policy.model.load_state_dict(weights)
