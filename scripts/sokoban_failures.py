@@ -19,16 +19,15 @@ Example (the ``make learn`` recipe's checkpoint)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter, defaultdict
 
-import gymnasium as gym
 import torch
 
-from arlarena_baselines.rollout import SamplingParams, StepSample, Task, collect, make_env_pool
+from arlarena_baselines.rollout import StepSample, make_env_pool
 from arlarena_baselines.trainer.config import load_config
-from arlarena_baselines.trainer.heldout import eval_sampling
+from arlarena_baselines.trainer.heldout import eval_sampling, heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
-from arlarena_envs.registration import resolve_env_id
 from arlarena_envs.sokoban.env import SokobanEnv
 from wrappers.format import parse_response
 
@@ -43,18 +42,19 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    config = load_config(args.config, [f"model.name={args.model}"] if args.model else [])
+    overrides = [f"eval.episodes={args.episodes}"] + ([f"model.name={args.model}"]
+                                                       if args.model else [])
+    config = load_config(args.config, overrides)
+    env = env_factory(config)().unwrapped
+    if not isinstance(env, SokobanEnv):
+        raise SystemExit(f"{config.rollout.env} is not a Sokoban env")
     sampling = eval_sampling(config)
     if args.temperature is not None:
-        sampling = SamplingParams(args.temperature, sampling.top_p, sampling.top_k,
-                                  sampling.max_new_tokens)
+        sampling = dataclasses.replace(sampling, temperature=args.temperature)
     policy = Policy.load(config)
     pool = make_env_pool(env_factory(config), min(args.episodes, 64), 0)
-    tasks = [Task(f"level{i}", config.eval.seed + i) for i in range(args.episodes)]
     try:
-        rollout = collect(pool, policy.responder(sampling), tasks, 1,
-                          max_turns=config.rollout.max_turns, seed=config.run.seed,
-                          progress=True, desc="levels")
+        rollout = heldout_rollout(policy, config, pool, sampling=sampling, progress=True)
     finally:
         pool.close()
         policy.close()
@@ -62,9 +62,6 @@ def main() -> None:
     turns: dict[str, list[StepSample]] = defaultdict(list)
     for sample in rollout.samples:
         turns[sample.traj_id].append(sample)
-    env = gym.make(resolve_env_id(config.rollout.env), **config.rollout.env_kwargs).unwrapped
-    if not isinstance(env, SokobanEnv):
-        raise SystemExit(f"{config.rollout.env} is not a Sokoban env")
     by_length: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     failures: Counter[str] = Counter()
     for episode in rollout.episodes:

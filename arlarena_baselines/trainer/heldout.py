@@ -1,18 +1,20 @@
 """Periodic evaluation on held-out env seeds with the study's evaluation sampling.
 
-Holds :func:`eval_sampling` and :func:`evaluate_policy`. Task ``i`` uses env seed
+Holds :func:`eval_sampling`, :func:`heldout_rollout` (the episodes themselves, for analyses
+such as ``scripts/sokoban_failures.py``) and :func:`evaluate_policy` (their metrics). Task ``i``
+uses env seed
 ``eval.seed + i`` (far from the training seeds), one rollout each, sampled at T = 0.6,
 top-p 0.95, top-k 20 by default.
 """
 
 from __future__ import annotations
 
-from arlarena_baselines.rollout import EnvPool, SamplingParams, Task, collect
+from arlarena_baselines.rollout import EnvPool, Rollout, SamplingParams, Task, collect
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
 from arlarena_baselines.trainer.policy import Policy
 
-__all__ = ["eval_sampling", "evaluate_policy"]
+__all__ = ["eval_sampling", "evaluate_policy", "heldout_rollout"]
 
 
 def eval_sampling(config: TrainConfig) -> SamplingParams:
@@ -26,15 +28,21 @@ def eval_sampling(config: TrainConfig) -> SamplingParams:
     )
 
 
-def evaluate_policy(
-    policy: Policy, config: TrainConfig, pool: EnvPool, *, progress: bool = False
-) -> dict[str, float]:
-    """``eval/…`` metrics of the policy on ``config.eval.episodes`` held-out tasks."""
+def heldout_rollout(
+    policy: Policy,
+    config: TrainConfig,
+    pool: EnvPool,
+    *,
+    sampling: SamplingParams | None = None,
+    progress: bool = False,
+) -> Rollout:
+    """One episode on each of ``config.eval.episodes`` held-out tasks, sampled with
+    ``sampling`` (default: :func:`eval_sampling`)."""
     e = config.eval
     tasks = [Task(f"eval{i}", e.seed + i) for i in range(e.episodes)]
-    rollout = collect(
+    return collect(
         pool,
-        policy.responder(eval_sampling(config)),
+        policy.responder(sampling or eval_sampling(config)),
         tasks,
         1,
         max_turns=config.rollout.max_turns,
@@ -43,4 +51,11 @@ def evaluate_policy(
         progress=progress,
         desc="eval",
     )
+
+
+def evaluate_policy(
+    policy: Policy, config: TrainConfig, pool: EnvPool, *, progress: bool = False
+) -> dict[str, float]:
+    """``eval/…`` metrics of the policy on ``config.eval.episodes`` held-out tasks."""
+    rollout = heldout_rollout(policy, config, pool, progress=progress)
     return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}
