@@ -6,14 +6,15 @@ with the policy of an ``arlarena train`` config at the given sampling, then prin
 
 - success by the length of the level's shortest solution (BFS), as ``won/levels``;
 - over the failed episodes: malformed turns (the strict format check failed), no-op turns (a
-  well-formed move that left the state unchanged: a walk or push into a wall; without history
-  in the prompt a near-greedy policy repeats it until the turn limit), and how many ended
-  deadlocked (no solution from the final state).
+  well-formed move that left the state unchanged: a walk or push into a wall, which a
+  near-greedy policy tends to repeat until the turn limit), and how many ended deadlocked (no
+  solution from the final state).
 
 Example (the ``make learn`` recipe's checkpoint)::
 
     python scripts/sokoban_failures.py --config configs/recipe/sokoban-rl.yaml \\
         --model runs/learn-bc/final --episodes 256 --temperature 0.6
+    python scripts/sokoban_failures.py --model runs/bc-h1/final --set rollout.history_length=1
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=256)
     parser.add_argument("--temperature", type=float, help="default: the config's eval sampling")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="config override, as for `arlarena train` (repeatable)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    overrides = [f"eval.episodes={args.episodes}"] + ([f"model.name={args.model}"]
-                                                       if args.model else [])
+    overrides = [*args.set, f"eval.episodes={args.episodes}"]
+    overrides += [f"model.name={args.model}"] if args.model else []
     config = load_config(args.config, overrides)
     env = env_factory(config)().unwrapped
     if not isinstance(env, SokobanEnv):

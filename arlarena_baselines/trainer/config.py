@@ -97,6 +97,10 @@ class RolloutConfig:
             ``ray`` / ``ray:N``: Ray actors, one per CPU of the Ray cluster or N
             (``pip install 'arlarena[openrlhf]'``).
         seed: base of the training tasks' env seeds.
+        num_tasks: draw each step's tasks from the fixed pool of env seeds ``seed`` ..
+            ``seed + num_tasks - 1`` (shuffled, distinct within a step while the pool
+            allows); ``null``: a fresh seed for every group. A small pool shows whether a
+            method can fit the tasks it trains on.
     """
 
     env: str = "sokoban"
@@ -116,6 +120,11 @@ class RolloutConfig:
     gen_batch_size: int = 64
     env_workers: int | str = 0
     seed: int = 0
+    num_tasks: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_tasks is not None and self.num_tasks < 1:
+            raise ValueError(f"rollout.num_tasks must be >= 1 or null, got {self.num_tasks}")
 
 
 @dataclass

@@ -220,10 +220,20 @@ class RLTrainer:
 
     # -- the pieces of a step ---------------------------------------------------------------
     def rollout(self, step: int, round_: int) -> Rollout:
-        """``n_groups`` fresh tasks × ``group_size`` rollouts, scored by π_old."""
+        """``n_groups`` tasks × ``group_size`` rollouts, scored by π_old. Tasks get fresh env
+        seeds, or come from the pool of ``rollout.num_tasks`` seeds."""
         r = self.config.rollout
-        first = r.seed + (step * self.method.max_num_gen_batches + round_) * r.n_groups
-        tasks = [Task(f"s{step}r{round_}g{g}", first + g) for g in range(r.n_groups)]
+        if r.num_tasks is None:
+            first = (step * self.method.max_num_gen_batches + round_) * r.n_groups
+            offsets = list(range(first, first + r.n_groups))
+        else:
+            # A shuffled pass over the pool (repeated if the pool is smaller than n_groups),
+            # the same for the same (run seed, step, round), so resumed runs draw alike.
+            rng = np.random.default_rng([self.config.run.seed, step, round_])
+            passes = -(-r.n_groups // r.num_tasks)
+            offsets = np.concatenate([rng.permutation(r.num_tasks) for _ in range(passes)])
+            offsets = offsets[: r.n_groups].tolist()
+        tasks = [Task(f"s{step}r{round_}g{g}", r.seed + o) for g, o in enumerate(offsets)]
         return collect(
             self.pool,
             self.policy.responder(self.sampling),
