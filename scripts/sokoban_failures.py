@@ -48,14 +48,15 @@ def main() -> None:
     overrides = [*args.set, f"eval.episodes={args.episodes}"]
     overrides += [f"model.name={args.model}"] if args.model else []
     config = load_config(args.config, overrides)
-    env = env_factory(config)().unwrapped
+    factory = env_factory(config)
+    env = factory().unwrapped
     if not isinstance(env, SokobanEnv):
         raise SystemExit(f"{config.rollout.env} is not a Sokoban env")
     sampling = eval_sampling(config)
     if args.temperature is not None:
         sampling = dataclasses.replace(sampling, temperature=args.temperature)
     policy = Policy.load(config)
-    pool = make_env_pool(env_factory(config), min(args.episodes, 64), 0)
+    pool = make_env_pool(factory, min(args.episodes, 64), 0)
     try:
         rollout = heldout_rollout(policy, config, pool, sampling=sampling, progress=True)
     finally:

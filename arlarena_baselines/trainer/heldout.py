@@ -2,9 +2,8 @@
 
 Holds :func:`eval_sampling`, :func:`heldout_rollout` (the episodes themselves, for analyses
 such as ``scripts/sokoban_failures.py``) and :func:`evaluate_policy` (their metrics). Task ``i``
-uses env seed
-``eval.seed + i`` (far from the training seeds), one rollout each, sampled at T = 0.6,
-top-p 0.95, top-k 20 by default.
+uses env seed ``eval.seed + i`` (far from the training seeds), one rollout each, sampled at
+T = 0.6, top-p 0.95, top-k 20 by default.
 """
 
 from __future__ import annotations

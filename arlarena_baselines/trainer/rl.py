@@ -230,7 +230,7 @@ class RLTrainer:
             # A shuffled pass over the pool (repeated if the pool is smaller than n_groups),
             # the same for the same (run seed, step, round), so resumed runs draw alike.
             rng = np.random.default_rng([self.config.run.seed, step, round_])
-            passes = -(-r.n_groups // r.num_tasks)
+            passes = math.ceil(r.n_groups / r.num_tasks)
             offsets = np.concatenate([rng.permutation(r.num_tasks) for _ in range(passes)])
             offsets = offsets[: r.n_groups].tolist()
         tasks = [Task(f"s{step}r{round_}g{g}", r.seed + o) for g, o in enumerate(offsets)]
