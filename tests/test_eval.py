@@ -99,6 +99,40 @@ def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
     assert len({r["episode_id"] for r in resumed if r["type"] == "episode"}) == episodes
 
 
+def _kill_after(command: list[str], path, episodes: int) -> None:
+    """Run ``command`` and SIGKILL it once ``path`` holds ``episodes`` finished episodes."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and sum('"type": "episode"' in line for line in path.open()) >= episodes:
+            break
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_a_stochastic_agent_replays_every_episode_after_kills_and_resumes(tmp_path):
+    """The random agent draws from each episode's own stream: killed and resumed three times,
+    with other batch sizes, every episode gets the result of an uninterrupted run."""
+    episodes = 24
+    flags = ["eval", "--env", "sokoban", "--agent", "random", "--episodes", str(episodes),
+             "--samples", "2", "--no-progress"]
+    killed, full = tmp_path / "killed", tmp_path / "full"
+    path = killed / "Sokoban-v0__random.jsonl"
+    cli = [sys.executable, "-m", "arlarena_baselines.cli"]
+    for batch, after in (("5", 3), ("2", 12), ("7", 25)):
+        resume = ["--resume"] if path.exists() else []
+        _kill_after([*cli, *flags, "--batch-size", batch, "--out", str(killed), *resume],
+                    path, after)
+    assert len(_episodes(path)) < 2 * episodes, "the run finished before the last kill"
+    assert main([*flags, "--batch-size", "3", "--out", str(killed), "--resume"]) == 0
+    assert main([*flags, "--batch-size", "16", "--out", str(full)]) == 0
+    key = lambda r: (r["episode_id"], r["type"], r.get("step", -1))  # noqa: E731
+    resumed = sorted(read_records(path), key=key)
+    assert resumed == sorted(read_records(full / path.name), key=key)
+    assert len(_episodes(path)) == 2 * episodes
+
+
 def test_pass_at_k_estimator():
     assert pass_at_k(5, 2, 1) == pytest.approx(0.4)
     assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)

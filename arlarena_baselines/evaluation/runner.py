@@ -133,7 +133,10 @@ def evaluate(
                 if not live:
                     break
                 replies = agent.respond(
-                    [AgentRequest(e.prompt, e.info, e.env, e.sample) for e in live]
+                    [
+                        AgentRequest(e.prompt, e.info, e.env, e.sample, e.id, e.turns)
+                        for e in live
+                    ]
                 )
                 still: list[Episode] = []
                 for episode, reply in zip(live, replies, strict=True):

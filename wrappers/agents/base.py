@@ -1,13 +1,15 @@
 """The agent interface: a batch of prompts in, a batch of responses out.
 
 Holds :class:`AgentRequest`, :class:`AgentReply` (a response with its per-request metadata),
-:class:`Agent`, the errors agents raise (:class:`AgentError`, :class:`BudgetExhausted`), and the
-agent registry (:func:`register_agent`, :func:`make_agent`, :data:`AGENTS`) that
+:class:`Agent`, the errors agents raise (:class:`AgentError`, :class:`BudgetExhausted`),
+:func:`stream_seed` (the seed of one episode's turn, for every random draw an agent makes), and
+the agent registry (:func:`register_agent`, :func:`make_agent`, :data:`AGENTS`) that
 ``arlarena eval --agent NAME`` looks names up in.
 """
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ __all__ = [
     "add_usage",
     "make_agent",
     "register_agent",
+    "stream_seed",
 ]
 
 
@@ -49,13 +52,18 @@ class AgentRequest:
         info: the env's latest ``info`` (admissible actions, task, image for visual envs, …).
         env: the wrapped env; only privileged agents (the expert) read ``env.unwrapped``.
         sample: index of this rollout among the samples of one task; sampling agents key their
-            response cache and per-request seeds on it, so rollouts differ while reruns repeat.
+            response cache on it, so rollouts differ while reruns repeat.
+        episode_id: a stable name of the episode (e.g. ``seed=3/sample=1``) and ``turn`` the
+            0-based turn: sampling agents draw from :func:`stream_seed` of them, so an episode
+            gets the same random draws whatever else shares its batch, and after a resume.
     """
 
     prompt: str
     info: dict[str, Any] = field(default_factory=dict)
     env: gym.Env | None = None
     sample: int = 0
+    episode_id: str = ""
+    turn: int = 0
 
 
 @dataclass
@@ -87,6 +95,21 @@ def add_usage(total: dict[str, float], usage: dict[str, float]) -> dict[str, flo
     for key, value in usage.items():
         total[key] = total.get(key, 0) + value
     return total
+
+
+def stream_seed(seed: int, episode_id: str, turn: int) -> int:
+    """A 63-bit seed for turn ``turn`` of episode ``episode_id`` under run seed ``seed``.
+
+    Keyed by names, not positions, so a draw never depends on batch size, worker count, the
+    order of requests or where a run was resumed.
+
+    >>> stream_seed(0, "seed=3/sample=1", 2) == stream_seed(0, "seed=3/sample=1", 2)
+    True
+    >>> stream_seed(0, "seed=3/sample=1", 2) != stream_seed(0, "seed=3/sample=1", 3)
+    True
+    """
+    key = f"{int(seed)}\x1f{episode_id}\x1f{int(turn)}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> 1
 
 
 class Agent(ABC):

@@ -389,7 +389,8 @@ class DebateAgent(Agent):
             replies = gather(self.pool, [
                 lambda d=d, i=i, r=round_: self.endpoints[i].complete(
                     self._debater_messages(d, i, r), sample=d.request.sample,
-                    tag=f"debater{i}",
+                    tag=f"debater{i}", episode_id=d.request.episode_id,
+                    turn=d.request.turn,
                 )
                 for d, i in jobs
             ])
@@ -405,7 +406,8 @@ class DebateAgent(Agent):
         to_judge = [d for d in debates if d.error is None and self._needs_judge(d)]
         verdicts = gather(self.pool, [
             lambda d=d: self.judge_endpoint.complete(
-                self._judge_messages(d), sample=d.request.sample, tag="judge"
+                self._judge_messages(d), sample=d.request.sample, tag="judge",
+                episode_id=d.request.episode_id, turn=d.request.turn,
             )
             for d in to_judge
         ])

@@ -32,7 +32,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from wrappers.agents.base import Agent, AgentError, AgentReply, AgentRequest, register_agent
+from wrappers.agents.base import (
+    Agent,
+    AgentError,
+    AgentReply,
+    AgentRequest,
+    register_agent,
+    stream_seed,
+)
 from wrappers.agents.cache import RequestBudget, ResponseCache, cache_key
 
 __all__ = [
@@ -163,14 +170,23 @@ class ChatEndpoint:
         return self.base_url or "the OpenAI API"
 
     def complete(
-        self, messages: list[dict[str, Any]], *, sample: int = 0, tag: str = ""
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        sample: int = 0,
+        tag: str = "",
+        episode_id: str = "",
+        turn: int = 0,
     ) -> AgentReply:
-        """One chat completion of ``messages`` for rollout ``sample`` (``tag``: who asks)."""
+        """One chat completion of ``messages`` for rollout ``sample`` (``tag``: who asks); the
+        request's seed is the stream of (``episode_id``, ``turn``), so a resumed run sends
+        every episode's turns the seeds it would have sent."""
         # Greedy decoding does not depend on the rollout; sampling must differ between them.
         variant = {"sample": sample, "tag": tag} if self.sampling["temperature"] > 0 else {}
         sampling = dict(self.sampling)
         if self.seed is not None:
-            sampling["seed"] = int(cache_key(seed=self.seed, **variant)[:8], 16) % 2**31
+            stream = f"{episode_id}\x1f{tag}\x1f{sample}" if variant else ""
+            sampling["seed"] = stream_seed(self.seed, stream, turn if variant else 0) % 2**31
         key = cache_key(model=self.model, messages=messages, sampling=sampling, **variant)
         stored = self.cache.get(key) if self.cache is not None else None
         if stored is not None:
@@ -335,7 +351,9 @@ class OpenAIChatAgent(Agent):
 
     def respond(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
         calls = [
-            lambda r=request: self.endpoint.complete(request_messages(r), sample=r.sample)
+            lambda r=request: self.endpoint.complete(
+                request_messages(r), sample=r.sample, episode_id=r.episode_id, turn=r.turn
+            )
             for request in requests
         ]
         return gather(self.pool, calls)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wrappers.agents.base import Agent, AgentRequest, register_agent
+from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
 from wrappers.format import format_response
 
 __all__ = ["ExpertAgent", "RandomAgent"]
@@ -17,18 +17,21 @@ __all__ = ["ExpertAgent", "RandomAgent"]
 
 @register_agent("random")
 class RandomAgent(Agent):
-    """Picks a uniformly random admissible action (seeded, so runs repeat)."""
+    """Picks a uniformly random admissible action; each draw comes from the stream of the
+    request's episode and turn (:func:`~wrappers.agents.base.stream_seed`), so an episode
+    plays the same whatever its batch and after a resume."""
 
     name = "random"
 
     def __init__(self, seed: int = 0, **_: object) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses = []
         for request in requests:
             actions = list(request.info.get("admissible_actions") or [])
-            action = actions[int(self.rng.integers(len(actions)))] if actions else "look"
+            rng = np.random.default_rng(stream_seed(self.seed, request.episode_id, request.turn))
+            action = actions[int(rng.integers(len(actions)))] if actions else "look"
             responses.append(format_response("I pick an admissible action at random.", action))
         return responses
 

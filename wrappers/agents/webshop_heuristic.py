@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wrappers.agents.base import Agent, AgentRequest, register_agent
+from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
 from wrappers.format import format_response
 
 __all__ = [
@@ -210,12 +210,13 @@ class WebShopHeuristicAgent(Agent):
 
 @register_agent("webshop-random")
 class WebShopRandomAgent(Agent):
-    """Search the instruction, then click uniformly among the admissible clicks."""
+    """Search the instruction, then click uniformly among the admissible clicks (each draw
+    from the stream of the request's episode and turn, so episodes replay exactly)."""
 
     name = "webshop-random"
 
     def __init__(self, seed: int = 0, **_: Any) -> None:
-        self._rng = random.Random(seed)
+        self.seed = seed
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses = []
@@ -226,7 +227,8 @@ class WebShopRandomAgent(Agent):
                 action = f"search[{instruction_query(task)}]"
             else:
                 clicks = [a for a in admissible if a.startswith("click[")]
-                action = self._rng.choice(clicks) if clicks else "click[back to search]"
+                rng = random.Random(stream_seed(self.seed, request.episode_id, request.turn))
+                action = rng.choice(clicks) if clicks else "click[back to search]"
             responses.append(_think_and_act("A random choice.", action))
         return responses
 
