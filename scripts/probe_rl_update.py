@@ -34,11 +34,11 @@ import torch
 from torch import Tensor
 
 from arlarena_baselines.rollout import Rollout, StepSample, encode_prompt, pack_pairs
-from arlarena_baselines.rollout.chat import encode_response
 from arlarena_baselines.rollout.forward import PackedBatch
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.policy import env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
+from wrappers.agents.chat import encode_response
 
 MOVES = ("up", "down", "left", "right")
 

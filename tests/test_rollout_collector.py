@@ -45,9 +45,9 @@ class CountingBackend(HFBackend):
         super().__init__(*args, **kwargs)
         self.calls: list[int] = []
 
-    def generate(self, prompts, sampling, seed):
+    def generate(self, prompts, sampling, seeds):
         self.calls.append(len(prompts))
-        return super().generate(prompts, sampling, seed)
+        return super().generate(prompts, sampling, seeds)
 
 
 def test_groups_share_the_seed_and_samples_carry_their_ids():
@@ -125,14 +125,27 @@ def test_generation_is_reproducible_per_seed_and_greedy_is_argmax(tiny):
     prompts = [encode_prompt(tokenizer, "hello"), encode_prompt(tokenizer, "a longer prompt")]
     sampling = SamplingParams(max_new_tokens=5)
     state = torch.get_rng_state()
-    first = backend.generate(prompts, sampling, seed=7)
+    first = backend.generate(prompts, sampling, [7, 8])
     assert torch.equal(state, torch.get_rng_state())  # the global RNG is untouched
-    assert backend.generate(prompts, sampling, seed=7) == first
-    assert backend.generate(prompts, sampling, seed=8) != first
-    greedy = backend.generate(prompts[:1], SamplingParams(temperature=0, max_new_tokens=3), 0)[0]
+    assert backend.generate(prompts, sampling, [7, 8]) == first
+    assert backend.generate(prompts, sampling, [9, 8])[0] != first[0]
+    greedy = backend.generate(prompts[:1], SamplingParams(temperature=0, max_new_tokens=3), [0])[0]
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([prompts[0] + greedy])).logits[0]
     assert greedy == logits[len(prompts[0]) - 1 : -1].argmax(-1).tolist()
+
+
+def test_a_rollout_is_the_same_whatever_the_pool_size_and_task_order(tiny):
+    model, tokenizer = tiny
+    responder = ModelResponder(HFBackend(model, tokenizer, batch_size=3), tokenizer,
+                               SamplingParams(max_new_tokens=4))
+    tasks = [Task("a", 5), Task("b", 6), Task("c", 7)]
+    runs = []
+    for envs, order in ((6, tasks), (2, tasks[::-1])):
+        with InProcessEnvPool(SOKOBAN, envs) as pool:
+            rollout = collect(pool, responder, order, 2, max_turns=2, seed=11)
+        runs.append(sorted((s.traj_id, s.step, tuple(s.response_ids)) for s in rollout.samples))
+    assert runs[0] == runs[1]
 
 
 def test_study_sampling_settings_are_validated():

@@ -26,6 +26,7 @@ from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.keys import SAMPLES
 from arlarena_baselines.trainer.models import load_policy
 from arlarena_baselines.trainer.tracking import read_metrics
+from tests.sampling_checks import token_ranks
 
 BANDIT = "ARLArena/Bandit-v0"
 TOL = 1e-3
@@ -73,14 +74,34 @@ def test_rollouts_are_reproducible_per_seed_and_differ_within_a_group(engine, pr
     backend, _, _ = engine
     sampling = SamplingParams(max_new_tokens=12)
     group = [prompts[0]] * 4 + [prompts[1]] * 4
-    first = backend.generate(group, sampling, seed=7)
+    seeds = list(range(7, 15))
+    first = backend.generate(group, sampling, seeds)
     assert [len(r) for r in first] == [12] * 8  # a random model almost never says EOS
-    assert backend.generate(group, sampling, seed=7) == first
-    assert backend.generate(group, sampling, seed=8) != first
+    assert backend.generate(group, sampling, seeds) == first
+    assert backend.generate(group, sampling, [s + 100 for s in seeds]) != first
     assert len({tuple(r) for r in first[:4]}) == 4  # the G rollouts of one task differ
-    nucleus = backend.generate(group, SamplingParams(0.6, 0.95, 20, 12), seed=7)
+    # A prompt's rollout depends on its own seed, not on its batch.
+    assert backend.generate(group[5:6], sampling, seeds[5:6]) == first[5:6]
+    nucleus = backend.generate(group, SamplingParams(0.6, 0.95, 20, 12), seeds)
     assert nucleus != first and all(len(r) == 12 for r in nucleus)
-    assert backend.generate([], sampling, seed=0) == []
+    assert backend.generate([], sampling, []) == []
+
+
+@pytest.mark.slow
+def test_engine_samples_the_full_softmax_for_training_and_the_top_20_for_evaluation(
+    engine, prompts
+):
+    """The same rank checks as the hf backend's (tests/test_sampling.py): both backends
+    sample the distribution the trainer differentiates."""
+    backend, model, tokenizer = engine
+    group = prompts * 4
+    seeds = list(range(len(group)))
+    pad = int(tokenizer.pad_token_id)
+    train = backend.generate(group, SamplingParams(max_new_tokens=12), seeds)
+    ranks = token_ranks(model, group, train, pad)
+    assert sum(r >= 50 for r in ranks) / len(ranks) > 0.9
+    evaluation = backend.generate(group, SamplingParams(0.6, 0.95, 20, 12), seeds)
+    assert max(token_ranks(model, group, evaluation, pad)) < 20
 
 
 @pytest.mark.slow
@@ -93,7 +114,7 @@ def test_engine_samples_the_policy_and_follows_weight_syncs(engine, prompts):
     pad = int(tokenizer.pad_token_id)
     target = [*tokenizer.encode(" up down left"), tokenizer.eos_token_id]
     greedy = SamplingParams(temperature=0, max_new_tokens=16)
-    old_rollouts = backend.generate(prompts, greedy, seed=0)
+    old_rollouts = backend.generate(prompts, greedy, [0, 0])
     responses = [target, *old_rollouts]
     pairs = [prompts[0], *prompts]
     before = trainer_log_probs(model, pairs, responses, pad)
@@ -111,10 +132,10 @@ def test_engine_samples_the_policy_and_follows_weight_syncs(engine, prompts):
     assert max_gap(after, before) > 1.0  # the update moved the policy a lot
 
     assert max_gap(backend.log_probs(pairs, responses), before) < TOL  # not synced yet
-    assert backend.generate(prompts, greedy, seed=0) == old_rollouts
+    assert backend.generate(prompts, greedy, [0, 0]) == old_rollouts
     backend.sync_weights(model)
     assert max_gap(backend.log_probs(pairs, responses), after) < TOL
-    assert backend.generate(prompts, greedy, seed=0) == [target, target]
+    assert backend.generate(prompts, greedy, [0, 0]) == [target, target]
 
 
 @pytest.mark.slow

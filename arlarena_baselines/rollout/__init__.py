@@ -6,14 +6,12 @@
 - :mod:`.generation`: :class:`SamplingParams` (:data:`TRAIN_SAMPLING`, :data:`EVAL_SAMPLING`),
   the :class:`GenerationBackend` interface, :class:`HFBackend`, :func:`make_backend`;
 - :mod:`.vllm_backend`: :class:`VLLMBackend` (``vllm``: an engine synced after each update);
-- :mod:`.chat`: prompt / response tokenisation with the chat template;
 - :mod:`.forward`: packing (prompt, response) pairs, response log-probs and entropies;
 - :mod:`.collector`: :class:`Task`, the responders and :func:`collect`;
 - :mod:`.templates`: compact prompt variants (``sokoban_compact``).
 """
 
 from arlarena_baselines.rollout import templates
-from arlarena_baselines.rollout.chat import encode_prompt, encode_response
 from arlarena_baselines.rollout.collector import (
     AgentResponder,
     ModelResponder,
@@ -48,6 +46,7 @@ from arlarena_baselines.rollout.generation import (
 )
 from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
 from arlarena_baselines.rollout.vllm_backend import VLLMBackend
+from wrappers.agents.chat import encode_prompt, encode_response
 
 __all__ = [
     "BACKENDS",

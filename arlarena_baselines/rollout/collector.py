@@ -18,11 +18,11 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from arlarena_baselines.rollout.chat import encode_prompt
 from arlarena_baselines.rollout.envs import EnvPool
 from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams
 from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
-from wrappers.agents.base import Agent, AgentRequest
+from wrappers.agents.base import Agent, AgentRequest, stream_seed
+from wrappers.agents.chat import encode_prompt
 
 __all__ = [
     "AgentResponder",
@@ -53,7 +53,8 @@ class Reply:
 
 
 class Responder(Protocol):
-    """Answers a batch of requests; ``seed`` makes sampling reproducible."""
+    """Answers a batch of requests; request ``r`` samples from the stream
+    ``stream_seed(seed, r.episode_id, r.turn)``, so a reply depends on its episode alone."""
 
     def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]: ...
 
@@ -68,7 +69,8 @@ class ModelResponder:
 
     def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
         prompt_ids = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
-        responses = self.backend.generate(prompt_ids, self.sampling, seed)
+        seeds = [stream_seed(seed, r.episode_id, r.turn) for r in requests]
+        responses = self.backend.generate(prompt_ids, self.sampling, seeds)
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
         return [
             Reply(text, p, r) for text, p, r in zip(texts, prompt_ids, responses, strict=True)
@@ -87,7 +89,7 @@ class AgentResponder:
 
 
 def call_seed(seed: int, *parts: int) -> int:
-    """A 31-bit seed derived from ``seed`` and the call's coordinates (wave, turn, …)."""
+    """A 31-bit seed derived from ``seed`` and a call's coordinates (e.g. step, round)."""
     return int(np.random.SeedSequence([seed, *parts]).generate_state(1)[0] >> 1)
 
 
@@ -125,7 +127,9 @@ def collect(
     truncates, or after ``max_turns`` turns. Each sample's ``episode_score`` is its
     trajectory's return (the sum of its rewards, format penalties included). ``scorer`` (e.g.
     the policy's :func:`~arlarena_baselines.rollout.forward.score_samples`) then fills the
-    old log-probs and entropies.
+    old log-probs and entropies. Each turn samples from the stream of (``seed``, its
+    trajectory id ``group_id/k``, the turn), so an episode is the same whatever the number of
+    envs, the waves or the other tasks of the call.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
@@ -133,11 +137,9 @@ def collect(
     rollout = Rollout()
     bar = tqdm(total=len(todo), desc=desc, unit="ep", leave=False, disable=not progress)
     try:
-        for wave, start in enumerate(range(0, len(todo), pool.num_envs)):
+        for start in range(0, len(todo), pool.num_envs):
             chunk = todo[start : start + pool.num_envs]
-            rollout.extend(
-                _run_wave(pool, responder, chunk, max_turns, reset_options, seed, wave, bar)
-            )
+            rollout.extend(_run_wave(pool, responder, chunk, max_turns, reset_options, seed, bar))
     finally:
         bar.close()
     if scorer is not None and rollout.samples:
@@ -152,7 +154,6 @@ def _run_wave(
     max_turns: int | None,
     reset_options: dict[str, Any] | None,
     seed: int,
-    wave: int,
     bar: Any,
 ) -> Rollout:
     slots = list(range(len(chunk)))
@@ -164,8 +165,11 @@ def _run_wave(
     rollout = Rollout()
     turn = 0
     while live:
-        requests = [AgentRequest(e.prompt, e.info, pool.env(e.slot), e.sample) for e in live]
-        replies = responder.respond(requests, call_seed(seed, wave, turn))
+        requests = [
+            AgentRequest(e.prompt, e.info, pool.env(e.slot), e.sample, e.traj_id, turn)
+            for e in live
+        ]
+        replies = responder.respond(requests, seed)
         results = pool.step([e.slot for e in live], [r.text for r in replies])
         turn += 1
         still = []

@@ -1,27 +1,30 @@
 """Generation backends: batches of prompt token ids in, sampled response token ids out.
 
-Holds :class:`SamplingParams` (the study's train and eval settings as :data:`TRAIN_SAMPLING`
-and :data:`EVAL_SAMPLING`), the :class:`GenerationBackend` interface, :class:`HFBackend`
-(transformers ``generate`` on the policy module itself, so it never needs a weight sync) and
-the registry :data:`BACKENDS` behind :func:`make_backend` (``hf``; an engine plugs in with
-:func:`register_backend`: it samples token ids and takes the policy's weights in
-:meth:`GenerationBackend.sync_weights` after each update, as
+Holds :class:`SamplingParams` (from :mod:`wrappers.agents.sampling`; the study's train and eval
+settings as :data:`TRAIN_SAMPLING` and :data:`EVAL_SAMPLING`), the :class:`GenerationBackend`
+interface, :class:`HFBackend` (the KV-cache decode loop of
+:func:`~wrappers.agents.sampling.generate_tokens` on the policy module itself, so it never
+needs a weight sync) and the registry :data:`BACKENDS` behind :func:`make_backend` (``hf``; an
+engine plugs in with :func:`register_backend`: it samples token ids and takes the policy's
+weights in :meth:`GenerationBackend.sync_weights` after each update, as
 :mod:`~arlarena_baselines.rollout.vllm_backend` does).
 
-Backends return token ids only: the rollout scores them with the policy's own forward pass
-(log-probs and entropies), so every backend yields the same training data.
+Every backend samples exactly what :class:`SamplingParams` says (no library or model defaults)
+and draws each prompt's tokens from that prompt's own seed, so a sequence does not depend on
+what else shares its batch. Backends return token ids only: the rollout scores them with the
+policy's own forward pass (log-probs and entropies), so every backend yields the same training
+data.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from arlarena_baselines.rollout.forward import autocast
+from wrappers.agents.sampling import SamplingParams, eos_token_ids, generate_tokens
 
 __all__ = [
     "BACKENDS",
@@ -34,29 +37,6 @@ __all__ = [
     "make_backend",
     "register_backend",
 ]
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How responses are sampled.
-
-    Attributes:
-        temperature: 0 decodes greedily.
-        top_p: nucleus mass (1.0 = off).
-        top_k: keep the k most likely tokens (0 = off).
-        max_new_tokens: response budget in tokens.
-    """
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 256
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
-            raise ValueError(f"invalid sampling settings {self}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
 
 
 TRAIN_SAMPLING = SamplingParams(temperature=1.0)
@@ -72,10 +52,10 @@ class GenerationBackend(ABC):
 
     @abstractmethod
     def generate(
-        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seed: int
+        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
     ) -> list[list[int]]:
         """One response per prompt: token ids up to and including the end-of-sequence token
-        (absent when the budget ran out). ``seed`` makes the call reproducible."""
+        (absent when the budget ran out). ``seeds[i]`` seeds prompt ``i``'s random stream."""
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Push the policy's current weights to the engine (after each update)."""
@@ -85,11 +65,11 @@ class GenerationBackend(ABC):
 
 
 class HFBackend(GenerationBackend):
-    """transformers ``generate`` on the policy module, in chunks of ``batch_size`` prompts.
+    """The policy module itself decodes, in chunks of ``batch_size`` prompts.
 
-    Prompts are sorted by length before chunking (less padding) and left-padded; each call
-    seeds a forked torch RNG with ``seed``, so generation neither depends on nor disturbs
-    the global RNG stream.
+    Prompts are sorted by length before chunking (less padding); each row samples from its own
+    seed (:func:`~wrappers.agents.sampling.generate_tokens`), so chunking changes nothing but
+    speed, and the global RNG is neither read nor disturbed.
     """
 
     name = "hf"
@@ -108,75 +88,26 @@ class HFBackend(GenerationBackend):
         self.autocast_dtype = autocast_dtype
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seed: int
+        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
     ) -> list[list[int]]:
+        if len(seeds) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out: list[list[int]] = [[] for _ in prompts]
-        for chunk_index, start in enumerate(range(0, len(order), self.batch_size)):
+        for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
-            texts = self._generate_chunk([prompts[i] for i in chunk], sampling, seed + chunk_index)
-            for i, ids in zip(chunk, texts, strict=True):
+            responses = generate_tokens(
+                self.model,
+                [prompts[i] for i in chunk],
+                sampling,
+                [seeds[i] for i in chunk],
+                pad_id=self.pad_id,
+                eos_ids=self.eos_ids,
+                autocast_dtype=self.autocast_dtype,
+            )
+            for i, ids in zip(chunk, responses, strict=True):
                 out[i] = ids
         return out
-
-    def _generate_chunk(
-        self, prompts: list[Sequence[int]], sampling: SamplingParams, seed: int
-    ) -> list[list[int]]:
-        from transformers import GenerationConfig
-
-        device = next(self.model.parameters()).device
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt) :] = torch.as_tensor(list(prompt), dtype=torch.long)
-            mask[row, width - len(prompt) :] = 1
-        greedy = sampling.temperature == 0
-        config = GenerationConfig(
-            max_new_tokens=sampling.max_new_tokens,
-            do_sample=not greedy,
-            temperature=None if greedy else sampling.temperature,
-            top_p=None if greedy or sampling.top_p >= 1.0 else sampling.top_p,
-            top_k=None if greedy or sampling.top_k == 0 else sampling.top_k,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_ids,
-        )
-        was_training = self.model.training
-        self.model.eval()
-        devices = [device] if device.type == "cuda" else []
-        try:
-            with (
-                torch.random.fork_rng(devices=devices),
-                torch.no_grad(),
-                autocast(device, self.autocast_dtype),
-            ):
-                torch.manual_seed(seed)
-                out = self.model.generate(
-                    input_ids=ids.to(device), attention_mask=mask.to(device),
-                    generation_config=config,
-                )
-        finally:
-            self.model.train(was_training)
-        return [_cut(row.tolist(), self.eos_ids) for row in out[:, width:].cpu()]
-
-
-def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
-    """The tokens that end a response: the tokenizer's and the generation config's EOS."""
-    ids = {int(tokenizer.eos_token_id)}
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if isinstance(configured, int):
-        ids.add(configured)
-    elif configured:
-        ids.update(int(i) for i in configured)
-    return sorted(ids)
-
-
-def _cut(ids: list[int], eos_ids: Sequence[int]) -> list[int]:
-    """The response up to and including its first end-of-sequence token."""
-    for position, token in enumerate(ids):
-        if token in eos_ids:
-            return ids[: position + 1]
-    return ids
 
 
 BackendFactory = Callable[..., GenerationBackend]

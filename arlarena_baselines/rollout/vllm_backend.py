@@ -9,15 +9,15 @@ old weights is reused. vLLM is imported only when the backend is built, so the n
 registered and a missing install fails with the command that fixes it.
 
 The engine runs in the trainer's precision (float32, or bfloat16 under bf16 autocast). Every
-request gets its own seed drawn from the call's ``seed``, so a call is reproducible and the G
-rollouts of a group (same prompt) still differ. Chunked prefill is off: on a CPU, vLLM 0.32
+request carries its prompt's own seed and every sampling field explicitly (temperature, top-p,
+top-k, no min-p or penalties), so a sequence is reproducible whatever its batch and the engine
+samples the same distribution as the ``hf`` backend. Chunked prefill is off: on a CPU, vLLM 0.32
 crashes on seeded requests whose prefill is split across steps.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -84,6 +84,8 @@ class VLLMBackend(GenerationBackend):
             "kv_cache_memory_bytes": int(kv_cache_gib * 2**30),
             "enable_chunked_prefill": False,
             "enforce_eager": True,
+            # Sampling comes from our SamplingParams alone, never the model's generation_config.
+            "generation_config": "vllm",
             "seed": 0,
             **engine_options,
         }
@@ -94,20 +96,25 @@ class VLLMBackend(GenerationBackend):
             raise
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seed: int
+        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
     ) -> list[list[int]]:
-        rng = random.Random(seed)
+        if len(seeds) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
         params = [
             self._vllm.SamplingParams(
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
                 top_k=sampling.top_k,
+                min_p=0.0,
+                repetition_penalty=1.0,
+                presence_penalty=0.0,
+                frequency_penalty=0.0,
                 max_tokens=sampling.max_new_tokens,
                 stop_token_ids=self.eos_ids,
-                seed=rng.getrandbits(32),
+                seed=int(seed) % 2**32,
                 detokenize=False,
             )
-            for _ in prompts
+            for seed in seeds
         ]
         outputs = self._run(prompts, params)
         return [list(out.outputs[0].token_ids) for out in outputs]

@@ -1,8 +1,8 @@
 """How prompts and responses become token ids: the model's chat template, one user turn.
 
-Holds :func:`encode_prompt` and :func:`encode_response`. They match what the ``hf`` agent of
-``arlarena eval`` sends, so a trained checkpoint is evaluated on exactly the prompts it was
-trained on.
+Holds :func:`encode_prompt` and :func:`encode_response`. The ``hf`` agent of ``arlarena eval``
+and the trainer's rollouts both use them, so a trained checkpoint is evaluated on exactly the
+prompts it was trained on.
 """
 
 from __future__ import annotations

