@@ -75,7 +75,8 @@ def rewarded_share(model_dir, samples: int = 64) -> float:
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     prompt, _ = EnvFactory(BANDIT)().reset(seed=0)
     outs = HFBackend(model, tokenizer).generate(
-        [encode_prompt(tokenizer, prompt)] * samples, SamplingParams(max_new_tokens=16), 123
+        [encode_prompt(tokenizer, prompt)] * samples, SamplingParams(max_new_tokens=16),
+        list(range(123, 123 + samples)),
     )
     parsed = [parse_response(t, ARMS) for t in tokenizer.batch_decode(
         outs, skip_special_tokens=True)]
@@ -116,7 +117,7 @@ def test_every_method_runs_multi_turn_steps_with_full_diagnostics(method, warm, 
     config = load_config(None, [
         *COMMON, f"model.name={warm}", f"rl.method={method}", "rl.steps=3", "rl.lr=1e-3",
         "rl.adam_eps=1e-3", "rollout.env_kwargs={rounds: 2}", "rollout.n_groups=1",
-        "rollout.group_size=4", "rl.update_groups=1", f"run.out={tmp_path}",
+        "rollout.group_size=4", "rl.mini_batch_size=4", f"run.out={tmp_path}",
     ])
     records = train_rl(config)
     assert [r["step"] for r in records] == [1, 2, 3]

@@ -67,7 +67,7 @@ def rl_flags(warm, out) -> list[str]:
         "--method", "DAPO_GiGPO", "--model", str(warm), "--env", BANDIT, "--steps", str(STEPS),
         "--out", str(out), "--threads", "1", "--set", "rollout.max_new_tokens=16",
         "--set", "rollout.n_groups=2", "--set", "rollout.group_size=4", "--set", "rl.lr=1e-3",
-        "--set", "rl.adam_eps=1e-3", "--set", "rl.update_groups=1", "--set", "eval.every=2",
+        "--set", "rl.adam_eps=1e-3", "--set", "rl.mini_batch_size=4", "--set", "eval.every=2",
         "--set", "eval.episodes=4", "--set", "run.checkpoint_every=1", "--set",
         "run.keep_checkpoints=2", "--set", "run.progress=false", "--set",
         "rollout.format_penalty=1.0",

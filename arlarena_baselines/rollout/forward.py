@@ -108,11 +108,15 @@ def response_log_probs(
     *,
     with_entropy: bool = False,
     autocast_dtype: torch.dtype | None = None,
+    temperature: float = 1.0,
 ) -> tuple[Tensor, Tensor | None]:
     """log π(y_t | prompt, y_<t) of each response token, (B, K) float32, and optionally the
     entropy of π at each of those positions (B, K); entries outside ``response_mask`` are
-    meaningless. Only the K positions that predict response tokens get logits
+    meaningless. π is softmax(logits / ``temperature``): the distribution responses sampled at
+    that temperature came from. Only the K positions that predict response tokens get logits
     (``logits_to_keep``), which saves the vocabulary projection of the prompt."""
+    if temperature <= 0:
+        raise ValueError(f"log-probs need a temperature > 0, got {temperature}")
     device = next(model.parameters()).device
     batch = batch.to(device)
     width = batch.width
@@ -128,6 +132,8 @@ def response_log_probs(
             use_cache=False,
         )
     logits = out.logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
     labels = batch.input_ids[:, -width:]
     if not with_entropy:
         # Fused log-softmax + gather (cheapest forward and backward over the vocabulary).
@@ -149,9 +155,11 @@ def sample_log_probs(
     *,
     micro_batch_size: int = 16,
     autocast_dtype: torch.dtype | None = None,
+    temperature: float = 1.0,
 ) -> tuple[list[list[float]], list[float]]:
-    """Per sample: the log-probs of its response tokens under ``model``, and their mean
-    entropy. Samples are batched by length (less padding); results keep the input order."""
+    """Per sample: the log-probs of its response tokens under ``model`` at ``temperature``,
+    and their mean entropy. Samples are batched by length (less padding); results keep the
+    input order."""
     was_training = model.training
     model.eval()
     log_probs: list[list[float]] = [[] for _ in samples]
@@ -169,7 +177,8 @@ def sample_log_probs(
                 pad_id,
             )
             log_prob, entropy = response_log_probs(
-                model, batch, with_entropy=True, autocast_dtype=autocast_dtype
+                model, batch, with_entropy=True, autocast_dtype=autocast_dtype,
+                temperature=temperature,
             )
             for row, i in enumerate(chunk):
                 n = len(samples[i].response_ids)
@@ -187,10 +196,13 @@ def score_samples(
     *,
     micro_batch_size: int = 16,
     autocast_dtype: torch.dtype | None = None,
+    temperature: float = 1.0,
 ) -> None:
-    """Fill each sample's ``old_log_probs`` and ``entropy`` (mean over its tokens) in place."""
+    """Fill each sample's ``old_log_probs`` and ``entropy`` (mean over its tokens, at
+    ``temperature``) in place."""
     log_probs, entropies = sample_log_probs(
-        model, samples, pad_id, micro_batch_size=micro_batch_size, autocast_dtype=autocast_dtype
+        model, samples, pad_id, micro_batch_size=micro_batch_size,
+        autocast_dtype=autocast_dtype, temperature=temperature,
     )
     for sample, lp, ent in zip(samples, log_probs, entropies, strict=True):
         sample.old_log_probs, sample.entropy = lp, ent

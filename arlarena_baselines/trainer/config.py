@@ -197,13 +197,21 @@ class RLConfig:
             :class:`~arlarena_baselines.algos.Method` field: ``kl_coef``, ``clip_high``,
             ``cold_start_steps``, ``entropy_coef``, …).
         steps: training steps (each: roll out, filter, compute advantages, update).
-        lr, weight_decay, betas, adam_eps: AdamW (constant learning rate, as the study).
+        lr, weight_decay, betas, adam_eps: AdamW (constant learning rate after any warm-up,
+            as the study).
             Tiny models over a large vocabulary want a larger ``adam_eps`` (e.g. 1e-5, as
             CleanRL's PPO): with 1e-8, Adam scales the near-zero gradients of the thousands of
             tokens the policy never samples up to full-size steps, and their logits drift.
-        update_groups: groups per update mini-batch (``null``: one update per rollout batch).
-            ``n_groups / update_groups`` updates per step; later ones are more off-policy (the
-            study's staleness knob).
+        mini_batch_size: step samples per update mini-batch (verl's ``ppo_mini_batch_size``
+            times the rollouts per task): each step's batch is shuffled and split into chunks
+            of this many step samples, one optimizer step each, so later chunks are
+            off-policy: their importance ratios leave 1 and clipping binds (the study's
+            staleness knob). ``null``: one update per rollout batch (always on-policy). The
+            study's Sokoban runs use 512 (64 x 8) against 32 tasks x 8 rollouts, two step
+            samples per episode; the default keeps that ratio for 16 x 8. Its ALFWorld runs
+            use 2048 (256 x 8) against 16 x 8 episodes of up to 50 turns.
+        warmup_steps: linear learning-rate warm-up over the first this many steps (0: the
+            study's constant rate from the start).
         epochs: passes over the rollout batch.
         micro_batch_size: step samples per forward/backward (gradient accumulation).
         grad_clip: max gradient norm.
@@ -216,10 +224,17 @@ class RLConfig:
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
-    update_groups: int | None = None
+    mini_batch_size: int | None = 256
+    warmup_steps: int = 0
     epochs: int = 1
     micro_batch_size: int = 16
     grad_clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mini_batch_size is not None and self.mini_batch_size < 1:
+            raise ValueError(f"rl.mini_batch_size must be >= 1 or null, got {self.mini_batch_size}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"rl.warmup_steps must be >= 0, got {self.warmup_steps}")
 
 
 @dataclass

@@ -17,6 +17,7 @@ __all__ = [
     "GEN_TOKENS_PER_S",
     "GRAD_NORM_MAX",
     "KEPT_GROUPS",
+    "LR",
     "MACHINE_PREFIXES",
     "RESPONSE_LENGTH",
     "RETURN",
@@ -32,6 +33,7 @@ __all__ = [
     "TIME_STEP",
     "TIME_UPDATE",
     "TURNS",
+    "UPDATES",
     "eval_key",
     "rollout_metrics",
 ]
@@ -46,6 +48,8 @@ KEPT_GROUPS = "rollout/kept_groups"
 SAMPLES = "rollout/step_samples"
 STEP_SKIPPED = "rl/step_skipped"
 SKIPPED_UPDATES = "actor/skipped_updates"
+UPDATES = "actor/updates"
+LR = "actor/lr"
 GRAD_NORM_MAX = "actor/grad_norm_max"
 COLLAPSE = "stability/collapse"
 TIME_ROLLOUT = "time/rollout_s"

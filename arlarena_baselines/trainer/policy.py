@@ -54,6 +54,8 @@ class Policy:
         amp: the autocast dtype of forward passes (``None``: float32).
         backend: the generation backend (``hf`` shares ``model``; others get weight syncs).
         micro_batch_size: samples per scoring forward.
+        temperature: every log-prob and entropy (old, new, reference) is of
+            softmax(logits / ``temperature``), the distribution training rollouts sample from.
     """
 
     model: torch.nn.Module
@@ -62,10 +64,12 @@ class Policy:
     amp: torch.dtype | None
     backend: GenerationBackend
     micro_batch_size: int = 16
+    temperature: float = 1.0
 
     @classmethod
-    def load(cls, config: TrainConfig) -> Policy:
-        """Load ``config.model`` and start ``config.rollout.backend`` on it."""
+    def load(cls, config: TrainConfig, *, temperature: float = 1.0) -> Policy:
+        """Load ``config.model`` and start ``config.rollout.backend`` on it; log-probs at
+        ``temperature`` (the training rollouts'; behaviour cloning keeps 1)."""
         model, tokenizer = load_policy(config.model)
         device = resolve_device(config.model.device)
         amp = autocast_dtype(config.model, device)
@@ -73,7 +77,9 @@ class Policy:
             config.rollout.backend, model, tokenizer,
             batch_size=config.rollout.gen_batch_size, autocast_dtype=amp,
         )
-        return cls(model, tokenizer, device, amp, backend, config.rl.micro_batch_size)
+        return cls(
+            model, tokenizer, device, amp, backend, config.rl.micro_batch_size, temperature
+        )
 
     @property
     def pad_id(self) -> int:
@@ -97,6 +103,7 @@ class Policy:
             self.pad_id,
             micro_batch_size=self.micro_batch_size,
             autocast_dtype=self.amp,
+            temperature=self.temperature,
         )
 
     def log_probs(
@@ -104,7 +111,8 @@ class Policy:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Response log-probs (and entropies) of a packed batch, with gradients."""
         return response_log_probs(
-            self.model, batch, with_entropy=with_entropy, autocast_dtype=self.amp
+            self.model, batch, with_entropy=with_entropy, autocast_dtype=self.amp,
+            temperature=self.temperature,
         )
 
     def sync(self) -> None:

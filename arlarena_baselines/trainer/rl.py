@@ -9,12 +9,16 @@ like the algorithm box of ``docs/algorithms.md``::
         batch += rollout.select(sampler.add(groups, episode returns))
     A = compute_advantages(method, batch)                 # GRPO / GiGPO / EMPG
     log π_ref = reference(batch)                          # frozen initial policy (k3 KL)
-    for mini-batch in split(batch, update_groups):        # later ones are more off-policy
+    for mini-batch in split(shuffle(batch), mini_batch_size):  # later ones are off-policy
         loss = method_policy_loss(method, log πθ, log π_old, A, mask, log π_ref, H)
         backward; clip gradient norm; optimizer step
     push weights to the generation backend
 
-The trainer never reads the method's name: the method's parts decide everything.
+Every log-prob (π_old when scoring the rollout, πθ in the loss, π_ref) is of softmax(logits / T)
+at the rollouts' temperature T, over the full vocabulary: the distribution the rollouts were
+sampled from. Truncated training sampling (top-p / top-k) is refused, since the loss would
+differentiate a distribution that was not sampled. The trainer never reads the method's name:
+the method's parts decide everything.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
 from arlarena_baselines.trainer.tracking import MetricsLogger
 
-__all__ = ["RLTrainer", "train_rl"]
+__all__ = ["RLTrainer", "train_rl", "training_sampling"]
 
 
 @dataclass
@@ -117,10 +121,11 @@ class RLTrainer:
         self.method: Method = get_method(config.rl.method).with_overrides(
             **config.rl.method_overrides
         )
+        self.sampling = training_sampling(config)
         self.run_dir = prepare_run_dir(config, "rl", resume)
         self.threads = TorchThreads(config.run.threads)
         seed_everything(config.run.seed)
-        self.policy = Policy.load(config)
+        self.policy = Policy.load(config, temperature=self.sampling.temperature)
         # π_ref is the starting policy, frozen: copied before any checkpoint is loaded.
         self.reference = self.policy.frozen_copy() if self.method.kl_coef > 0 else None
         self.optimizer = torch.optim.AdamW(
@@ -139,7 +144,6 @@ class RLTrainer:
             self.policy.sync()
         r = config.rollout
         self.pool = make_env_pool(env_factory(config), r.n_groups * r.group_size, r.env_workers)
-        self.sampling = SamplingParams(r.temperature, r.top_p, r.top_k, r.max_new_tokens)
         self.logger = MetricsLogger(
             self.run_dir,
             "rl",
@@ -182,13 +186,14 @@ class RLTrainer:
         # 3. log π_ref of the responses, for the k3 KL penalty.
         reference = self.reference_log_probs(batch)
 
-        # 4. Policy updates, one per mini-batch of groups.
+        # 4. Policy updates, one per mini-batch of step samples.
         update_start = time.perf_counter()
+        self.set_learning_rate(step)
         rows: list[_UpdateRows] = []
         losses: list[dict[str, float]] = []
         grad_norms: list[float] = []
-        for _ in range(self.config.rl.epochs):
-            for index in self.mini_batches(batch):
+        for epoch in range(self.config.rl.epochs):
+            for index in self.mini_batches(batch, step, epoch):
                 grad_norm = self.update(
                     [batch[i] for i in index],
                     advantages[index],
@@ -213,7 +218,9 @@ class RLTrainer:
             grad_norm=float(np.mean(finite)) if finite else float("nan"),
         )
         metrics[keys.GRAD_NORM_MAX] = max(grad_norms)
+        metrics[keys.UPDATES] = float(len(grad_norms))
         metrics[keys.SKIPPED_UPDATES] = float(len(grad_norms) - len(finite))
+        metrics[keys.LR] = self.optimizer.param_groups[0]["lr"]
         metrics[keys.TIME_UPDATE] = time.perf_counter() - update_start
         metrics[keys.TIME_STEP] = time.perf_counter() - start
         return metrics
@@ -270,20 +277,26 @@ class RLTrainer:
             self.policy.pad_id,
             micro_batch_size=self.config.rl.micro_batch_size,
             autocast_dtype=self.policy.amp,
+            temperature=self.policy.temperature,
         )
         return log_probs
 
-    def mini_batches(self, batch: list[StepSample]) -> list[list[int]]:
-        """Sample indices of each update mini-batch: ``update_groups`` whole groups each."""
-        order: dict[str, list[int]] = {}
-        for i, sample in enumerate(batch):
-            order.setdefault(sample.group_id, []).append(i)
-        groups = list(order.values())
-        size = self.config.rl.update_groups or len(groups)
-        return [
-            [i for group in groups[g : g + size] for i in group]
-            for g in range(0, len(groups), size)
-        ]
+    def mini_batches(self, batch: list[StepSample], step: int, epoch: int) -> list[list[int]]:
+        """Sample indices of each update mini-batch: the batch in an order drawn from (run
+        seed, step, epoch), cut into chunks of ``rl.mini_batch_size`` step samples (the last
+        may be smaller)."""
+        rng = np.random.default_rng([self.config.run.seed, step, epoch])
+        order = rng.permutation(len(batch)).tolist()
+        size = self.config.rl.mini_batch_size or len(batch)
+        return [order[i : i + size] for i in range(0, len(order), size)]
+
+    def set_learning_rate(self, step: int) -> None:
+        """The rate of step ``step`` (0-based): linear warm-up over ``rl.warmup_steps``, then
+        ``rl.lr``."""
+        rl = self.config.rl
+        scale = min(1.0, (step + 1) / rl.warmup_steps) if rl.warmup_steps else 1.0
+        for group in self.optimizer.param_groups:
+            group["lr"] = rl.lr * scale
 
     def update(
         self,
@@ -406,6 +419,25 @@ class RLTrainer:
         self.pool.close()
         self.policy.close()
         self.threads.restore()
+
+
+def training_sampling(config: TrainConfig) -> SamplingParams:
+    """The training rollouts' sampling, refused unless it is the full softmax at T > 0: the
+    loss differentiates softmax(logits / T) over the whole vocabulary, so top-p / top-k
+    truncation or greedy decoding would train on a distribution that was not sampled."""
+    r = config.rollout
+    sampling = SamplingParams(r.temperature, r.top_p, r.top_k, r.max_new_tokens)
+    if sampling.temperature == 0:
+        raise ValueError("rollout.temperature must be > 0 for RL (greedy rollouts have no "
+                         "sampling distribution to differentiate)")
+    if sampling.truncated:
+        raise ValueError(
+            f"rollout.top_p={r.top_p}, rollout.top_k={r.top_k}: RL rollouts must sample the "
+            "full softmax, because every log-prob of the loss (old, new, reference) is of the "
+            "whole vocabulary; set rollout.top_p=1.0 and rollout.top_k=0 (the study's "
+            "training sampling), and use eval.top_p / eval.top_k for evaluation"
+        )
+    return sampling
 
 
 def train_rl(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
