@@ -82,7 +82,7 @@ def test_sampled_tokens_follow_the_differentiated_distribution(tiny, prompts):
     """E over sampled y of log π(y) is −H(π). With a sharpened head the tail beyond the top 50
     still carries most of the mass: top-k 50 sampling gives a mean log-prob near −6.5 where
     −H is −9.5 (measured), full-softmax sampling −9.4."""
-    model, tokenizer = tiny
+    _, tokenizer = tiny
     sharp = load_policy(ModelConfig(name="tiny"))[0].eval()
     with torch.no_grad():
         sharp.lm_head.weight.mul_(10.0)

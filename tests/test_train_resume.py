@@ -25,7 +25,7 @@ from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import latest_checkpoint
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.sft import train_sft
-from arlarena_baselines.trainer.tracking import read_metrics
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, read_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -111,6 +111,11 @@ def test_killed_run_resumes_to_the_metrics_of_an_uninterrupted_run(warm, env_var
     for a, b in zip(full, again, strict=True):
         assert comparable(a) == comparable(b), f"step {a['step']} differs"
     assert any(r.get("eval/success_rate") is not None for r in again[1:])
+    # The held-out episodes too: logged once per evaluation, the same after the resume.
+    episodes = read_metrics(killed / EVAL_EPISODES_FILE)
+    assert episodes == read_metrics(full_dir / EVAL_EPISODES_FILE)
+    assert sorted({(r["step"], r["task"]) for r in episodes}) == sorted(
+        (r["step"], f"eval{i}") for r in full if "eval/success_rate" in r for i in range(4))
     kept = sorted(p.name for p in (killed / "checkpoints").glob("step_*"))
     assert kept == [f"step_{STEPS - 1:06d}", f"step_{STEPS:06d}"]
     assert not list((killed / "checkpoints").glob(".step_*"))  # no half-written checkpoint

@@ -1,4 +1,5 @@
-"""``arlarena train``: behaviour cloning (``sft``), RL (``rl``) and the per-method configs.
+"""``arlarena train``: behaviour cloning (``sft``), RL (``rl``), checkpoints compared on the same
+held-out episodes (``compare``) and the per-method configs.
 
 Configuration comes, in increasing precedence, from the dataclass defaults, ``--config FILE``
 (YAML sections ``model``, ``rollout``, ``eval``, ``sft``, ``rl``, ``run``), the shortcut
@@ -39,13 +40,18 @@ _SFT_SHORTCUTS = {
 
 
 def _add_config_flags(
-    parser: argparse.ArgumentParser, shortcuts: dict[str, tuple[str, str]], skip: str
+    parser: argparse.ArgumentParser,
+    shortcuts: dict[str, tuple[str, str]],
+    skip: str,
+    *,
+    resumable: bool = True,
 ) -> None:
     from arlarena_baselines.trainer.config import iter_fields
 
     parser.add_argument("--config", default=None, help="YAML config file")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --out from its latest checkpoint")
+    if resumable:
+        parser.add_argument("--resume", action="store_true",
+                            help="continue the run in --out from its latest checkpoint")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override any config field (repeatable)")
     for flag, (key, text) in shortcuts.items():
@@ -83,6 +89,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "episodes scoring >= sft.min_score, fine-tune on their turns.")
     _add_config_flags(sft, {**_SHORTCUTS, **_SFT_SHORTCUTS}, skip="rl")
     sft.set_defaults(func=run_sft)
+    compare = sub.add_parser(
+        "compare", help="evaluate checkpoints on the same held-out episodes",
+        description="Play each checkpoint on the config's held-out tasks (eval.*) with the "
+        "evaluation sampling, every episode from its own random stream, and print success "
+        "and score with standard errors and each checkpoint's paired difference against the "
+        "first.",
+    )
+    compare.add_argument("models", nargs="+", metavar="MODEL",
+                         help="checkpoints (RUN/final) or model names; the first is the baseline")
+    shortcuts = {k: v for k, v in _SHORTCUTS.items() if k != "--model"}
+    _add_config_flags(compare, shortcuts, skip="sft", resumable=False)
+    compare.set_defaults(func=run_compare)
     write = sub.add_parser("write-configs", help="write configs/rl/<METHOD>.yaml for METHODS")
     write.add_argument("--dir", default="configs/rl", help="target folder")
     write.set_defaults(func=run_write_configs)
@@ -100,7 +118,7 @@ def build_config(args: argparse.Namespace, phase: str):
     config = apply_overrides(config, [*shortcuts, *fields, *args.set])
     if config.run.out == RunConfig().out:
         env = config.rollout.env.split("/")[-1].lower()
-        who = config.rl.method if phase == "rl" else config.sft.agent
+        who = {"rl": config.rl.method, "sft": config.sft.agent}.get(phase, "models")
         run = dataclasses.replace(config.run, out=f"runs/{phase}-{env}-{who}")
         config = dataclasses.replace(config, run=run)
     return config
@@ -140,6 +158,29 @@ def run_sft(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     _report(records, config.run.out)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from arlarena_baselines.trainer.compare import compare_checkpoints
+
+    config = build_config(args, "compare")
+    try:
+        rows = compare_checkpoints(config, args.models, out=config.run.out,
+                                   progress=config.run.progress)
+    except (ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{rows[0]['episodes']} held-out episodes ({config.rollout.env}, eval.seed "
+          f"{config.eval.seed}); differences are paired against {rows[0]['model']}")
+    print("| model | success | score | success vs first | z |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        z = row["success_diff"] / row["success_diff_se"] if row["success_diff_se"] else 0.0
+        print(f"| {row['model']} | {row['success']:.3f} ± {row['success_se']:.3f} | "
+              f"{row['score']:.3f} ± {row['score_se']:.3f} | {row['success_diff']:+.3f} ± "
+              f"{row['success_diff_se']:.3f} | {z:+.1f} |")
+    print(f"episodes and rows: {config.run.out}")
     return 0
 
 

@@ -3,7 +3,9 @@
 Holds :func:`eval_sampling`, :func:`heldout_rollout` (the episodes themselves, for analyses
 such as ``scripts/sokoban_failures.py``) and :func:`evaluate_policy` (their metrics). Task ``i``
 uses env seed ``eval.seed + i`` (far from the training seeds), one rollout each, sampled at
-T = 0.6, top-p 0.95, top-k 20 by default.
+T = 0.6, top-p 0.95, top-k 20 by default. Every episode samples from its own random stream,
+so two checkpoints evaluated with the same config play the same episodes up to their own
+choices: their results compare task by task (:mod:`arlarena_baselines.evaluation.paired`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from arlarena_baselines.rollout import EnvPool, Rollout, SamplingParams, Task, c
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
 from arlarena_baselines.trainer.policy import Policy
+from arlarena_baselines.trainer.tracking import MetricsLogger
 
 __all__ = ["eval_sampling", "evaluate_policy", "heldout_rollout"]
 
@@ -53,8 +56,17 @@ def heldout_rollout(
 
 
 def evaluate_policy(
-    policy: Policy, config: TrainConfig, pool: EnvPool, *, progress: bool = False
+    policy: Policy,
+    config: TrainConfig,
+    pool: EnvPool,
+    *,
+    logger: MetricsLogger | None = None,
+    step: int = 0,
+    progress: bool = False,
 ) -> dict[str, float]:
-    """``eval/…`` metrics of the policy on ``config.eval.episodes`` held-out tasks."""
+    """``eval/…`` metrics of the policy on ``config.eval.episodes`` held-out tasks; with a
+    ``logger``, each episode also goes to its ``eval_episodes.jsonl`` at ``step``."""
     rollout = heldout_rollout(policy, config, pool, progress=progress)
+    if logger is not None:
+        logger.log_episodes(step, rollout.episodes)
     return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}

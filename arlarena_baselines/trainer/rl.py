@@ -366,8 +366,10 @@ class RLTrainer:
 
     # -- around the loop ---------------------------------------------------------------------
     def evaluate(self) -> dict[str, float]:
-        """Held-out success, valid-format ratio, … with the evaluation sampling."""
-        return evaluate_policy(self.policy, self.config, self.pool)
+        """Held-out success, valid-format ratio, … with the evaluation sampling (episodes
+        logged at the current step)."""
+        return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
+                               step=self.step)
 
     def _eval_due(self) -> bool:
         every, steps = self.config.eval.every, self.config.rl.steps

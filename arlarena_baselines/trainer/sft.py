@@ -227,7 +227,8 @@ class SFTTrainer:
                 mn.GRAD_NORM: float(grad_norm)}
 
     def evaluate(self) -> dict[str, float]:
-        return evaluate_policy(self.policy, self.config, self.pool)
+        return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
+                               step=self.step)
 
     def train(self) -> list[dict[str, Any]]:
         """Run the remaining steps, evaluating and checkpointing on schedule; save

@@ -1,9 +1,11 @@
 """Where metrics go: a JSONL file always, TensorBoard and Weights & Biases when asked.
 
-Holds :class:`MetricsLogger` and :func:`read_metrics`. Each JSONL line is one logged step:
-``{"phase": ..., "step": ..., <metric>: <float>, ...}``. On resume the logger drops the lines
-of steps after the checkpoint (they are about to be redone) and tells TensorBoard to purge
-them, so curves never show a step twice.
+Holds :class:`MetricsLogger` and :func:`read_metrics`. Each line of ``metrics.jsonl`` is one
+logged step: ``{"phase": ..., "step": ..., <metric>: <float>, ...}``; each line of
+``eval_episodes.jsonl`` is one held-out episode of an evaluation (its task, seed, outcome), so
+two runs evaluated on the same tasks can be compared task by task. On resume the logger drops
+the lines of steps after the checkpoint (they are about to be redone) and tells TensorBoard to
+purge them, so curves never show a step twice.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import json
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["METRICS_FILE", "MetricsLogger", "read_metrics"]
+from arlarena_baselines.rollout.samples import EpisodeResult
+
+__all__ = ["EVAL_EPISODES_FILE", "METRICS_FILE", "MetricsLogger", "read_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
+EVAL_EPISODES_FILE = "eval_episodes.jsonl"
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -75,8 +80,10 @@ class MetricsLogger:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.phase = phase
         self.path = self.run_dir / METRICS_FILE
+        self.episodes_path = self.run_dir / EVAL_EPISODES_FILE
         if resume_step is not None:
             _truncate(self.path, phase, resume_step)
+            _truncate(self.episodes_path, phase, resume_step)
         self._file = self.path.open("a")
         self._tb = self._open_tensorboard(resume_step) if tensorboard else None
         self._wandb = None
@@ -122,6 +129,21 @@ class MetricsLogger:
             self._wandb.log({f"{self.phase}/{k}" if "/" not in k else k: v for k, v in clean.items()
                              if v is not None}, step=step)
         return record
+
+    def log_episodes(self, step: int, episodes: Sequence[EpisodeResult]) -> None:
+        """Write one evaluation's episodes to ``eval_episodes.jsonl``."""
+        lines = [
+            json.dumps({
+                "phase": self.phase, "step": step, "task": e.group_id, "seed": e.seed,
+                "won": e.won, "score": e.score, "return": e.episode_return, "turns": e.turns,
+                "valid_turns": e.valid_turns,
+            }) + "\n"
+            for e in episodes
+        ]
+        with self.episodes_path.open("a") as handle:
+            handle.write("".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def close(self) -> None:
         self._file.close()
