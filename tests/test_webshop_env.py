@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 import arlarena_envs  # noqa: F401  (registers the ids)
 from arlarena_envs.webshop.catalogue import SMALL_PRODUCTS
 from arlarena_envs.webshop.env import SEARCH_ENTRY, WIN_REWARD, WebShopEnv
+from arlarena_envs.webshop.nouns import noun_tagger
 from arlarena_envs.webshop.shop import ShopConfig, get_shop
 from arlarena_envs.webshop.urls import parse_location
 from wrappers.prompt import PromptWrapper
@@ -59,8 +60,15 @@ def test_search_page_text_and_admissible_actions(env: WebShopEnv) -> None:
     task = info["task"]
     assert info["anchor"] == f"WebShop [SEP] Instruction: [SEP] {task} [SEP] Search"
     assert obs == "'Search'"  # the agent view drops the instruction and quotes each element
-    assert info["admissible_actions"] == [SEARCH_ENTRY]
+    assert info["admissible_actions"] == [SEARCH_ENTRY, "click[search]"]  # as the original
     assert info["won"] is False and info["score"] == 0.0 and "action_is_valid" not in info
+    assert (info["reward_rule"], info["pages"], info["noun_tagger"]) == (
+        "study", "original", noun_tagger()
+    )
+    # The original lists its search button; clicking it does nothing.
+    obs_after, reward, _, _, after = env.step("click[Search]")
+    assert (obs_after, after["anchor"], reward) == (obs, info["anchor"], 0.0)
+    assert after["action_is_valid"]
     assert info["task_type"] in {"beauty", "electronics", "fashion", "furniture", "grocery"}
     assert re.search(r"price lower than \d+\.\d\d dollars$", task)
 
@@ -94,8 +102,9 @@ def test_results_item_and_sub_pages_flow(env: WebShopEnv) -> None:
     assert clicks == [
         "back to search", "< prev", "description", "features", "reviews", "buy now", *options,
     ]
-    price = f"Price: ${product.price:.2f}"
-    assert f"[SEP] {product.title} [SEP] {price} [SEP] Rating: " in info["anchor"]
+    # The original shows the listed price tag and never loads ratings.
+    shown = f"[SEP] {product.title} [SEP] Price: {product.price_tag} [SEP] Rating: N.A. [SEP] "
+    assert shown in info["anchor"]
     assert info["anchor"].endswith("Description [SEP] Features [SEP] Reviews [SEP] Buy Now")
 
     if options:
@@ -112,12 +121,15 @@ def test_results_item_and_sub_pages_flow(env: WebShopEnv) -> None:
     _, _, _, _, info = env.step("click[features]")
     assert info["anchor"].endswith(" [SEP] ".join(product.bullets))
     env.step("click[< prev]")
+    _, _, _, _, info = env.step("click[reviews]")  # empty, as the original's
+    assert info["anchor"].endswith("Back to Search [SEP] < Prev")
+    env.step("click[< prev]")
     _, _, _, _, info = env.step("click[< prev]")  # item -> the results page it came from
     assert info["anchor"] == page1
     env.step(f"click[{asins[0]}]")
     assert parse_location(env.client.url).options == {}  # options cleared
     _, _, _, _, info = env.step("click[back to search]")
-    assert info["admissible_actions"] == [SEARCH_ENTRY] and info["page"] == "search"
+    assert info["admissible_actions"][0] == SEARCH_ENTRY and info["page"] == "search"
 
 
 @pytest.mark.parametrize(
@@ -138,26 +150,70 @@ def test_invalid_actions_change_nothing(env: WebShopEnv, action: Any) -> None:
     assert reward == 0.0 and not terminated and not truncated
 
 
-def test_search_is_only_admissible_on_the_search_page(env: WebShopEnv) -> None:
+def test_search_works_from_any_page_but_is_listed_on_the_search_page(env: WebShopEnv) -> None:
     env.reset(seed=1)
     _, _, _, _, info = env.step("search[red socks]")
-    anchor = info["anchor"]
-    _, _, _, _, info = env.step("search[blue jeans]")
-    assert info["action_is_valid"] is False and info["anchor"] == anchor
+    assert SEARCH_ENTRY not in info["admissible_actions"]
+    asin = _clicks(info)[2]
+    _, _, _, _, info = env.step(f"click[{asin}]")
+    _, _, _, _, info = env.step("search[blue jeans]")  # from an item page, as the original
+    assert info["action_is_valid"] and info["page"] == "results"
+    assert parse_location(env.client.url).keywords == "blue jeans"
 
 
-def test_expert_buys_the_target_for_a_full_score(env: WebShopEnv) -> None:
+def _ranged(shop: Any) -> Any:
+    return next(p for p in shop.products if " - " in p.pricing and p.title)
+
+
+def test_ranged_listing_shows_its_price_tag(env: WebShopEnv) -> None:
+    product = _ranged(get_shop(ShopConfig(SMALL_PRODUCTS)))
+    low, high = (float(x) for x in product.pricing.replace("$", "").split(" - "))
+    assert product.price_tag == f"${low} to ${high}" and low <= product.price <= high
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(f"search[{product.title}]")
+    assert f"{product.asin} [SEP] {product.title} [SEP] ${low} to ${high}" in info["anchor"]
+    _, _, _, _, info = env.step(f"click[{product.asin}]")
+    assert f"[SEP] Price: ${low} to ${high} [SEP] Rating: N.A. [SEP]" in info["anchor"]
+
+
+def test_extended_pages_show_the_generated_extras() -> None:
+    env = WebShopEnv(products=SMALL_PRODUCTS, pages="extended")
+    shop = get_shop(ShopConfig(SMALL_PRODUCTS))
+    product = next(p for p in shop.products if p.reviews and " - " in p.pricing)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(f"search[{product.title}]")
+    assert info["pages"] == "extended"
+    assert f"{product.asin} [SEP] {product.title} [SEP] ${product.price:.2f}" in info["anchor"]
+    _, _, _, _, info = env.step(f"click[{product.asin}]")
+    assert f"Price: ${product.price:.2f} [SEP] Rating: {product.rating} [SEP]" in info["anchor"]
+    _, _, _, _, info = env.step("click[reviews]")
+    assert info["anchor"].endswith(product.reviews[-1].body)
+    with pytest.raises(ValueError, match="pages must be one of"):
+        WebShopEnv(products=SMALL_PRODUCTS, pages="rich")
+    with pytest.raises(ValueError, match="reward must be one of"):
+        WebShopEnv(products=SMALL_PRODUCTS, reward="values")
+
+
+@pytest.mark.parametrize("reward", ["study", "finer"])
+def test_expert_buys_the_target_with_the_goals_options(reward: str) -> None:
+    env = WebShopEnv(products=SMALL_PRODUCTS, reward=reward)
+    shop = get_shop(ShopConfig(SMALL_PRODUCTS))
     for index in range(0, 1000, 50):
         _, info = env.reset(options={"split": "eval", "index": index})
+        goal = shop.goal("eval", index)
+        expected = shop.score(goal, shop.product(goal.asin), dict(goal.options), reward)
+        if reward == "finer":  # the target with its own options always wins there
+            assert expected.won
         total, info, steps = _play_expert(env)
-        assert info["score"] == 1.0 and info["won"] is True and total == WIN_REWARD, info
+        assert info["score"] == expected.score and info["won"] is expected.won, info
+        assert total == (WIN_REWARD if expected.won else 0.0) and info["reward_rule"] == reward
         assert steps <= 8 and info["page"] == "done" and info["admissible_actions"] == []
         assert info["anchor"].startswith("Thank you for shopping with us! [SEP] Instruction:")
-        assert info["anchor"].endswith("Your score (min 0.0, max 1.0) [SEP] 1.0")
+        assert info["anchor"].endswith(f"Your score (min 0.0, max 1.0) [SEP] {expected.score}")
         assert env.expert_action() is None
         # After the purchase nothing more happens.
-        _, reward, terminated, _, info = env.step("click[back to search]")
-        assert (reward, terminated, info["action_is_valid"]) == (0.0, True, False)
+        _, reward_after, terminated, _, info = env.step("click[back to search]")
+        assert (reward_after, terminated, info["action_is_valid"]) == (0.0, True, False)
 
 
 def test_a_wrong_purchase_scores_partially_without_the_win_reward(env: WebShopEnv) -> None:

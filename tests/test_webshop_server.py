@@ -79,7 +79,7 @@ def _session(server_url: str, number: int) -> dict[str, Any]:
     for step in range(STEPS):
         if number % 2 == 0 and step >= 5:
             action = env.expert_action()
-        elif info["admissible_actions"] == ["search[<your query>]"]:
+        elif "search[<your query>]" in info["admissible_actions"]:
             action = f"search[{task[:40]}]"
         else:
             action = rng.choice([a for a in info["admissible_actions"] if a != "click[buy now]"])
@@ -122,6 +122,9 @@ def test_server_pages_and_api_for_people(server_url: str) -> None:
     with urllib.request.urlopen(f"{server_url}/api/shop") as reply:
         shop = json.load(reply)
     assert shop["products"] == 1000 and shop["splits"]["eval"] == 1000
+    assert (shop["reward"], shop["pages"]) == ("study", "original") and shop["noun_tagger"]
+    env = WebShopEnv(server_url=server_url, reward="finer")  # the server's settings win
+    assert (env.reset(seed=0)[1]["reward_rule"], env.pages) == ("study", "original")
     for bad in ("/bad%20id!", "/abc/item/B0NOSUCH00", "/abc/item/B0NOSUCH00/features",
                 "/api/sessions/never-started"):
         with pytest.raises(urllib.error.HTTPError) as error:

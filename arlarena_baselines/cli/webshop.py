@@ -44,7 +44,8 @@ def _config(args: argparse.Namespace) -> ShopConfig:
 def _serve(args: argparse.Namespace) -> int:
     from arlarena_envs.webshop.server import serve
 
-    serve(_config(args), host=args.host, port=args.port, quiet=not args.verbose)
+    serve(_config(args), host=args.host, port=args.port, quiet=not args.verbose,
+          reward=args.reward, pages=args.pages)
     return 0
 
 
@@ -71,6 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=3000, help="port (0 picks a free one)")
     serve.add_argument("--verbose", action="store_true", help="log every request")
+    serve.add_argument("--reward", choices=("study", "finer"), default="study",
+                       help="option rule: the study's scorer (default) or upstream's 6ba9969")
+    serve.add_argument("--pages", choices=("original", "extended"), default="original",
+                       help="pages as the original's (default) or with generated ratings, "
+                            "reviews and exact prices")
     serve.set_defaults(func=_serve)
 
     build = commands.add_parser("build", help="build the catalogue and search index caches")

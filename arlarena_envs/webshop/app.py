@@ -2,10 +2,15 @@
 
 Holds :func:`create_app` (pages: search, results with "< Prev" / "Next >", item with options and
 Description / Features / Reviews, "Buy Now", the done page with the score; the URL scheme of
-:mod:`~arlarena_envs.webshop.urls`) and :func:`get_app` (one app per shop in a process, so
-in-process envs share its session store). JSON: ``/api/shop`` (sizes and splits) and
-``/api/sessions/<sid>`` (a session's goal and purchase: privileged, for the env's score and
-expert). Templates and the stylesheet live in ``data/`` inside the package.
+:mod:`~arlarena_envs.webshop.urls`) and :func:`get_app` (one app per shop and settings in a
+process, so in-process envs share its session store). Two settings: ``reward``, the option rule
+of :data:`~arlarena_envs.webshop.reward.REWARD_RULES` that scores purchases, and ``pages``:
+``"original"`` (default) shows what the original's pages show (the listed price tag, "$a to
+$b" for a range, on results and item pages; "Rating: N.A."; an empty Reviews page), while
+``"extended"`` adds what ARLArena generates (the exact charged price, ratings and reviews).
+JSON: ``/api/shop`` (sizes, splits, settings, noun tagger) and ``/api/sessions/<sid>`` (a
+session's goal and purchase: privileged, for the env's score and expert). Templates and the
+stylesheet live in ``data/`` inside the package.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 from flask import Flask, abort, jsonify, redirect, render_template, request
 from werkzeug.wrappers import Response
 
+from arlarena_envs.webshop.nouns import noun_tagger
+from arlarena_envs.webshop.reward import DEFAULT_REWARD, check_reward
 from arlarena_envs.webshop.schema import Product, format_price
 from arlarena_envs.webshop.sessions import Session, SessionStore
 from arlarena_envs.webshop.shop import Shop
@@ -33,8 +40,19 @@ from arlarena_envs.webshop.urls import (
     search_url,
 )
 
-__all__ = ["MAX_KEYWORDS_CHARS", "PRODUCTS_PER_PAGE", "create_app", "get_app"]
+__all__ = [
+    "DEFAULT_PAGES",
+    "MAX_KEYWORDS_CHARS",
+    "PAGE_STYLES",
+    "PRODUCTS_PER_PAGE",
+    "check_pages",
+    "create_app",
+    "get_app",
+]
 
+PAGE_STYLES = ("original", "extended")
+"""What the pages show: the original's fields, or with ARLArena's generated extras."""
+DEFAULT_PAGES = "original"
 PRODUCTS_PER_PAGE = 10
 MAX_KEYWORDS_CHARS = 500
 _MAX_PAGE = 1000
@@ -62,16 +80,34 @@ def _valid_options(product: Product, options: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in options.items() if v in product.options.get(k, ())}
 
 
-def create_app(shop: Shop, store: SessionStore | None = None) -> Flask:
-    """A Flask app serving ``shop``; sessions live in ``store`` (a new one by default)."""
+def check_pages(pages: str) -> str:
+    """``pages`` if it names a style of :data:`PAGE_STYLES`, else a ``ValueError``."""
+    if pages not in PAGE_STYLES:
+        raise ValueError(f"pages must be one of {PAGE_STYLES}, got {pages!r}")
+    return pages
+
+
+def create_app(
+    shop: Shop,
+    store: SessionStore | None = None,
+    *,
+    reward: str = DEFAULT_REWARD,
+    pages: str = DEFAULT_PAGES,
+) -> Flask:
+    """A Flask app serving ``shop``; sessions live in ``store`` (a new one, scoring with
+    ``reward``, by default); ``pages`` is the page style (module docs)."""
+    extended = check_pages(pages) == "extended"
     app = Flask(
         __name__,
         template_folder=str(_DATA / "templates"),
         static_folder=str(_DATA / "static"),
     )
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
-    sessions = store or SessionStore(shop)
+    sessions = store or SessionStore(shop, reward=check_reward(reward))
     app.extensions["webshop"] = sessions
+
+    def shown_price(product: Product) -> str:
+        return format_price(product.price) if extended else product.price_tag
 
     def page(template: str, session: Session, kind: str, **context: Any) -> str:
         return render_template(
@@ -121,7 +157,7 @@ def create_app(shop: Shop, store: SessionStore | None = None) -> Flask:
             {
                 "asin": p.asin,
                 "title": p.title,
-                "price": format_price(p.price),
+                "price": shown_price(p),
                 "href": item_url(sid, p.asin, keywords, number, {}),
             }
             for p in found[start : start + PRODUCTS_PER_PAGE]
@@ -158,8 +194,9 @@ def create_app(shop: Shop, store: SessionStore | None = None) -> Flask:
                 for sub in SUB_PAGES}
         prev = results_url(sid, keywords, number) if keywords else search_url(sid)
         return page(
-            "item.html", session, "item", product=product, price=format_price(product.price),
-            option_groups=groups, tabs=tabs, search_href=search_url(sid), prev_href=prev,
+            "item.html", session, "item", product=product, price=shown_price(product),
+            rating=product.rating if extended else "N.A.", option_groups=groups, tabs=tabs,
+            search_href=search_url(sid), prev_href=prev,
             buy_action=buy_url(sid, product.asin), options_json=encode_options(chosen),
         )
 
@@ -173,7 +210,7 @@ def create_app(shop: Shop, store: SessionStore | None = None) -> Flask:
         chosen = _valid_options(product, decode_options(request.args.get("options")))
         return page(
             "sub_page.html", session, sub, product=product, sub=sub,
-            search_href=search_url(sid),
+            reviews=product.reviews if extended else (), search_href=search_url(sid),
             prev_href=item_url(sid, product.asin, keywords, number, chosen),
         )
 
@@ -199,7 +236,8 @@ def create_app(shop: Shop, store: SessionStore | None = None) -> Flask:
 
     @app.get("/api/shop")
     def api_shop() -> Response:
-        return jsonify(shop.describe())
+        settings = {"reward": sessions.reward, "pages": pages, "noun_tagger": noun_tagger()}
+        return jsonify({**shop.describe(), **settings})
 
     @app.get("/api/sessions/<sid>")
     def api_session(sid: str) -> Response:
@@ -211,13 +249,14 @@ def create_app(shop: Shop, store: SessionStore | None = None) -> Flask:
     return app
 
 
-_APPS: dict[int, Flask] = {}
+_APPS: dict[tuple[int, str, str], Flask] = {}
 _LOCK = threading.Lock()
 
 
-def get_app(shop: Shop) -> Flask:
-    """The process's app for ``shop`` (created on first use)."""
+def get_app(shop: Shop, reward: str = DEFAULT_REWARD, pages: str = DEFAULT_PAGES) -> Flask:
+    """The process's app for ``shop`` with these settings (created on first use)."""
+    key = (id(shop), check_reward(reward), check_pages(pages))
     with _LOCK:
-        if id(shop) not in _APPS:
-            _APPS[id(shop)] = create_app(shop)
-        return _APPS[id(shop)]
+        if key not in _APPS:
+            _APPS[key] = create_app(shop, reward=reward, pages=pages)
+        return _APPS[key]

@@ -7,12 +7,14 @@ import uuid
 from typing import Any, ClassVar
 
 from arlarena_envs.base import MAX_OBS_CHARS, TEXT_CHARSET, TextEnv, coerce_action
-from arlarena_envs.webshop.app import MAX_KEYWORDS_CHARS, get_app
+from arlarena_envs.webshop.app import DEFAULT_PAGES, MAX_KEYWORDS_CHARS, check_pages, get_app
 from arlarena_envs.webshop.client import HttpTransport, InProcessTransport, ShopClient
 from arlarena_envs.webshop.goals import SPLITS
+from arlarena_envs.webshop.nouns import noun_tagger
+from arlarena_envs.webshop.reward import DEFAULT_REWARD, check_reward
 from arlarena_envs.webshop.shop import ShopConfig, get_shop
 from arlarena_envs.webshop.textmode import SEP, normalize_label
-from arlarena_envs.webshop.urls import parse_location, search_url
+from arlarena_envs.webshop.urls import parse_location, results_url, search_url
 
 __all__ = ["OBSERVATION_MODES", "SEARCH_ENTRY", "WIN_REWARD", "WebShopEnv"]
 
@@ -31,12 +33,15 @@ class WebShopEnv(TextEnv):
 
     Each episode is one session of the shop application (:mod:`~arlarena_envs.webshop.app`),
     driven through Flask's test client in this process, or over HTTP when ``server_url``
-    points at ``arlarena webshop serve``. Actions are ``search[query]`` (on the search page)
-    and ``click[label]`` for a link or button of the current page (lower-cased as listed in
-    ``info["admissible_actions"]``). Anything else — malformed, not on this page, after the
-    purchase — changes nothing and sets ``action_is_valid`` to False. "Buy Now" ends the
-    episode: ``info["score"]`` is WebShop's task score in [0, 1] and the reward is 10 when it
-    is exactly 1.0 (``won``), else 0, as in the study's runs.
+    points at ``arlarena webshop serve``. Actions are ``search[query]`` and ``click[label]``
+    for a link or button of the current page (lower-cased as listed in
+    ``info["admissible_actions"]``). As in the original, a search works from any page (only
+    the search page lists it), and the search page lists ``click[search]``, its button,
+    which changes nothing. Anything else — malformed, not on this page, after the purchase —
+    changes nothing and sets ``action_is_valid`` to False. "Buy Now" ends the episode:
+    ``info["score"]`` is WebShop's task score in [0, 1] and the reward is 10 when it is
+    exactly 1.0 (``won``), else 0, as in the study's runs. ``info["reward_rule"]``,
+    ``info["pages"]`` and ``info["noun_tagger"]`` say how it was scored and shown.
 
     The observation is the page in WebShop's text mode (elements joined by ``[SEP]``). In
     ``observation_mode="agent"`` (default) it is shown as the agent codebases show it: the
@@ -50,10 +55,15 @@ class WebShopEnv(TextEnv):
         catalogue_seed: seed of the generated catalogue, its goals and the goal splits.
         split: the default goal split, ``train``, ``eval`` or ``test``.
         server_url: drive a running ``arlarena webshop serve`` over HTTP instead (its
-            catalogue then wins over ``products``, ``catalogue_seed`` and ``data_dir``).
+            catalogue and settings then win over ``products``, ``catalogue_seed``,
+            ``data_dir``, ``reward`` and ``pages``).
         data_dir: a folder with the original WebShop files (default
             ``$ARLARENA_WEBSHOP_DATA``; unset: the generated catalogue).
         human_goals: with original files, use the human instructions as goals.
+        reward: the option rule (:data:`~arlarena_envs.webshop.reward.REWARD_RULES`):
+            ``"study"`` (default, the study's scorer) or ``"finer"`` (upstream's 6ba9969).
+        pages: ``"original"`` (default: what the original's pages show) or ``"extended"``
+            (with ARLArena's generated ratings, reviews and exact prices).
         observation_mode: ``agent`` (quoted elements after the instruction) or ``text``.
         render_mode: ``ansi`` renders the page text.
         timeout: seconds per HTTP request with ``server_url``.
@@ -80,6 +90,8 @@ class WebShopEnv(TextEnv):
         server_url: str | None = None,
         data_dir: str | None = None,
         human_goals: bool = False,
+        reward: str = DEFAULT_REWARD,
+        pages: str = DEFAULT_PAGES,
         observation_mode: str = "agent",
         render_mode: str | None = None,
         timeout: float = 30.0,
@@ -94,14 +106,21 @@ class WebShopEnv(TextEnv):
         self.observation_mode = observation_mode
         self.render_mode = render_mode
         self.server_url = server_url
+        check_reward(reward)
+        check_pages(pages)
         if server_url:
             self.client = ShopClient(HttpTransport(server_url, timeout=timeout))
-            self._split_sizes: dict[str, int] = dict(self.client.api("/api/shop")["splits"])
+            described = self.client.api("/api/shop")
+            self._split_sizes: dict[str, int] = dict(described["splits"])
+            self.reward = str(described.get("reward", DEFAULT_REWARD))
+            self.pages = str(described.get("pages", DEFAULT_PAGES))
+            self.noun_tagger = str(described.get("noun_tagger", ""))
         else:
             config = ShopConfig(products, catalogue_seed, data_dir, human_goals)
             shop = get_shop(config)
-            self.client = ShopClient(InProcessTransport(get_app(shop)))
+            self.client = ShopClient(InProcessTransport(get_app(shop, reward, pages)))
             self._split_sizes = {name: shop.split_size(name) for name in SPLITS}
+            self.reward, self.pages, self.noun_tagger = reward, pages, noun_tagger()
         self._sid = ""
         self._goal: dict[str, Any] = {}
         self._done = False
@@ -127,7 +146,8 @@ class WebShopEnv(TextEnv):
         if self._done:
             return []
         page = self.client.page
-        head = [SEARCH_ENTRY] if page.search_bar is not None else []
+        bar = page.search_bar
+        head = [SEARCH_ENTRY, *(f"click[{b}]" for b in bar.buttons)] if bar is not None else []
         return head + [f"click[{label}]" for label in page.clickables]
 
     def _info(self, action_is_valid: bool | None = None) -> dict[str, Any]:
@@ -140,6 +160,9 @@ class WebShopEnv(TextEnv):
             score=self._score,
             task_type=self._goal.get("category", ""),
             page=parse_location(self.client.url).kind,
+            reward_rule=self.reward,
+            pages=self.pages,
+            noun_tagger=self.noun_tagger,
         )
 
     @property
@@ -185,11 +208,16 @@ class WebShopEnv(TextEnv):
         page = self.client.page
         if verb == "search":
             query = " ".join("".join(c for c in argument if c.isprintable()).split())
-            if page.search_bar is None or not query or len(query) > MAX_KEYWORDS_CHARS:
+            if not query or len(query) > MAX_KEYWORDS_CHARS:
                 return False
-            self.client.search(query)
+            if page.search_bar is None:
+                self.client.open(results_url(self._sid, query, 1))
+            else:
+                self.client.search(query)
             return True
         label = normalize_label(argument)
+        if page.search_bar is not None and label in page.search_bar.buttons:
+            return True  # the original lists the search button but clicking it does nothing
         if label not in page.clickables:
             return False
         self.client.click(label)

@@ -8,10 +8,11 @@ API and for byte-level reproducibility checks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["NO_PRICE_BOUND", "Goal", "Product", "Review", "format_price"]
+__all__ = ["NO_PRICE_BOUND", "Goal", "Product", "Review", "format_price", "price_tag"]
 
 NO_PRICE_BOUND = None
 """``Goal.price_upper`` when the goal states no price bound."""
@@ -20,6 +21,29 @@ NO_PRICE_BOUND = None
 def format_price(price: float) -> str:
     """``$12.99``: how prices are shown on the pages."""
     return f"${price:.2f}"
+
+
+_NOT_NUMBER = re.compile(r"[^0-9.]")
+
+
+def price_tag(pricing: str) -> str:
+    """The price as the original's pages show it: each dollar amount as a Python float,
+    ``"$a to $b"`` for a range, ``"$100.0"`` when there is none.
+
+    >>> price_tag("$12.99"), price_tag("$10.99 - $24.90"), price_tag("")
+    ('$12.99', '$10.99 to $24.9', '$100.0')
+    """
+    amounts = []
+    for piece in pricing.split("$")[1:]:
+        try:
+            amounts.append(float(_NOT_NUMBER.sub("", piece)))
+        except ValueError:
+            continue
+    if not amounts:
+        return "$100.0"
+    if len(amounts) == 1:
+        return f"${amounts[0]}"
+    return f"${amounts[0]} to ${amounts[1]}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +88,11 @@ class Product:
     attributes: tuple[str, ...] = ()
     rating: str = "N.A."
     reviews: tuple[Review, ...] = ()
+
+    @property
+    def price_tag(self) -> str:
+        """The listed price as the original's pages show it (:func:`price_tag`)."""
+        return price_tag(self.pricing)
 
     def option_of(self, value: str) -> str | None:
         """The option name that has ``value`` (the first one in listing order), or ``None``."""

@@ -17,7 +17,8 @@ from types import FrameType
 from werkzeug.serving import BaseWSGIServer
 from werkzeug.serving import make_server as werkzeug_server
 
-from arlarena_envs.webshop.app import create_app
+from arlarena_envs.webshop.app import DEFAULT_PAGES, create_app
+from arlarena_envs.webshop.reward import DEFAULT_REWARD
 from arlarena_envs.webshop.shop import Shop, ShopConfig, get_shop
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "make_server", "serve"]
@@ -26,9 +27,17 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 
 
-def make_server(shop: Shop, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> BaseWSGIServer:
-    """A threaded WSGI server for ``shop``, bound but not yet serving."""
-    return werkzeug_server(host, port, create_app(shop), threaded=True)
+def make_server(
+    shop: Shop,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    reward: str = DEFAULT_REWARD,
+    pages: str = DEFAULT_PAGES,
+) -> BaseWSGIServer:
+    """A threaded WSGI server for ``shop`` (option rule ``reward``, page style ``pages``),
+    bound but not yet serving."""
+    app = create_app(shop, reward=reward, pages=pages)
+    return werkzeug_server(host, port, app, threaded=True)
 
 
 def serve(
@@ -37,11 +46,13 @@ def serve(
     port: int = DEFAULT_PORT,
     quiet: bool = True,
     announce: Callable[[str], None] = print,
+    reward: str = DEFAULT_REWARD,
+    pages: str = DEFAULT_PAGES,
 ) -> None:
     """Build the shop for ``config``, then serve it until Ctrl-C or SIGTERM."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING if quiet else logging.INFO)
     shop = get_shop(config)
-    server = make_server(shop, host, port)
+    server = make_server(shop, host, port, reward, pages)
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -53,7 +64,8 @@ def serve(
     announce(
         f"WebShop: {info['products']} products, {info['goals']} goals "
         f"(train {info['splits']['train']}, eval {info['splits']['eval']}, "
-        f"test {info['splits']['test']}) at http://{shown}:{server.server_port}/"
+        f"test {info['splits']['test']}; reward {reward!r}, pages {pages!r}) "
+        f"at http://{shown}:{server.server_port}/"
     )
     sys.stdout.flush()
     try:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arlarena_envs.webshop.reward import RewardBreakdown
+from arlarena_envs.webshop.reward import DEFAULT_REWARD, RewardBreakdown, check_reward
 from arlarena_envs.webshop.schema import Goal, Product
 from arlarena_envs.webshop.shop import Shop
 
@@ -64,16 +64,20 @@ class Session:
                 "attributes_matched": bought.breakdown.attributes_matched,
                 "options_matched": bought.breakdown.options_matched,
                 "price_ok": bought.breakdown.price_ok,
+                "reward": bought.breakdown.rule,
             },
         }
 
 
 class SessionStore:
-    """Sessions by id, for one shop."""
+    """Sessions by id, for one shop; purchases are scored with the option rule ``reward``."""
 
-    def __init__(self, shop: Shop, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(
+        self, shop: Shop, max_sessions: int = MAX_SESSIONS, reward: str = DEFAULT_REWARD
+    ) -> None:
         self.shop = shop
         self.max_sessions = max_sessions
+        self.reward = check_reward(reward)
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -111,6 +115,6 @@ class SessionStore:
         """Record the session's purchase (the first one stands) and return it."""
         with self._lock:
             if session.purchase is None:
-                breakdown = self.shop.score(session.goal, product, options)
+                breakdown = self.shop.score(session.goal, product, options, self.reward)
                 session.purchase = Purchase(product, dict(options), breakdown)
             return session.purchase

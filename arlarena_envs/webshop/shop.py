@@ -26,7 +26,7 @@ from arlarena_envs.webshop.catalogue import (
 )
 from arlarena_envs.webshop.goals import SPLITS, GoalSet, SyntheticGoals, split_goals
 from arlarena_envs.webshop.original import DATA_ENV_VAR, find_original_files, load_original
-from arlarena_envs.webshop.reward import RewardBreakdown, score_purchase
+from arlarena_envs.webshop.reward import DEFAULT_REWARD, RewardBreakdown, score_purchase
 from arlarena_envs.webshop.schema import Goal, Product
 from arlarena_envs.webshop.search import SearchIndex, load_index
 
@@ -109,9 +109,12 @@ class Shop:
             raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
         return self.splits[split]
 
-    def score(self, goal: Goal, product: Product, options: Mapping[str, str]) -> RewardBreakdown:
-        """The reward of buying ``product`` with ``options`` for ``goal``."""
-        return score_purchase(product, goal, options)
+    def score(
+        self, goal: Goal, product: Product, options: Mapping[str, str],
+        rule: str = DEFAULT_REWARD,
+    ) -> RewardBreakdown:
+        """The reward of buying ``product`` with ``options`` for ``goal`` (option ``rule``)."""
+        return score_purchase(product, goal, options, rule=rule)
 
     def describe(self) -> dict[str, Any]:
         """Sizes and configuration, JSON-able (served at ``/api/shop``)."""

@@ -37,12 +37,14 @@ class Clickable:
 
 @dataclass(frozen=True)
 class SearchBar:
-    """A form with a text field: searching submits ``field`` = query with the other fields."""
+    """A form with a text field: searching submits ``field`` = query with the other fields;
+    ``buttons`` are its buttons' labels (the original's text env lists them as clickables)."""
 
     method: str
     url: str
     field: str
     fields: tuple[tuple[str, str], ...] = ()
+    buttons: tuple[str, ...] = ()
 
 
 @dataclass
@@ -111,7 +113,8 @@ class _Parser(HTMLParser):
             form, self._form = self._form, None
             if form.text_field is not None:
                 self.search_bar = SearchBar(
-                    form.method, form.url, form.text_field, tuple(form.fields)
+                    form.method, form.url, form.text_field, tuple(form.fields),
+                    tuple(filter(None, form.buttons)),
                 )
             else:
                 for label in filter(None, form.buttons):
