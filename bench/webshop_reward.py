@@ -1,13 +1,18 @@
 """WebShop reward fidelity: ARLArena's scorer against the original ``goal.py``, same purchases.
 
-Run ``python bench/webshop_reward.py --webshop DIR`` where DIR is a checkout of
-princeton-nlp/WebShop (its ``web_agent_site/engine/goal.py`` and ``normalize.py`` are imported
-from there; they need ``thefuzz``, ``rich`` and spaCy with an English model; the study pins
-thefuzz 0.19.0 with python-Levenshtein). ``--finer FILE`` adds upstream's revision 6ba9969 of
+**Type factor** (needs spaCy and an English model, ``$ARLARENA_SPACY_MODEL``): on the distinct
+titles of the 10k shop, how often the rule tagger gives spaCy's noun list, and how often the
+type factor agrees on title pairs (for 2,000 goal products: 3 products of the same query and 3
+of the same category each).
+
+**Scores** (with ``--webshop DIR``, DIR a checkout of princeton-nlp/WebShop): its
+``web_agent_site/engine/goal.py`` and ``normalize.py`` are imported from there (they need
+``thefuzz``, ``rich`` and spaCy with an English model; the study pins thefuzz 0.19.0 with
+python-Levenshtein). ``--finer FILE`` adds upstream's revision 6ba9969 of
 ``goal.py`` (``git -C DIR show 6ba9969:web_agent_site/engine/goal.py > FILE``), compared with
 ``reward="finer"``. ``$ARLARENA_SPACY_MODEL`` (a name or path) is the model both sides load.
 
-On the 1k generated shop it draws purchases of five kinds per goal (the target with the goal's
+On the 1k generated shop it draws purchases of six kinds per goal (the target with the goal's
 options; a wrong product of the same query, and one from the whole shop, with random options;
 the target with random options; the target over the price bound; the target with no options),
 scores each with both, and prints per kind how often the scores agree exactly and how often
@@ -108,9 +113,43 @@ def purchases(shop: Any, goals: int, seed: int) -> list[Purchase]:
     return drawn
 
 
+def tagger_agreement(seed: int) -> None:
+    """Print how closely the rule tagger follows spaCy (module docs)."""
+    from arlarena_envs.webshop.catalogue import DEFAULT_PRODUCTS
+    from arlarena_envs.webshop.nouns import noun_tagger, rule_nouns, title_nouns
+    from arlarena_envs.webshop.reward import type_reward
+    from arlarena_envs.webshop.schema import Goal
+    from arlarena_envs.webshop.shop import ShopConfig, get_shop
+
+    if not noun_tagger().startswith("spacy:"):
+        print("type factor: skipped (spaCy or its English model is not installed)")
+        return
+    products = get_shop(ShopConfig(DEFAULT_PRODUCTS)).products
+    titles = sorted({p.title for p in products})
+    same = sum(rule_nouns(t) == title_nouns(t) for t in titles)
+    rng = random.Random(seed)
+    by_query: dict[str, list[Any]] = {}
+    by_category: dict[str, list[Any]] = {}
+    for product in products:
+        by_query.setdefault(product.query, []).append(product)
+        by_category.setdefault(product.category, []).append(product)
+    pairs = []
+    for target in rng.sample(list(products), 2000):
+        goal = Goal(0, target.asin, target.category, target.query, target.title,
+                    target.product_category, "", (), (), None)
+        pairs += [(goal, rng.choice(by_query[target.query])) for _ in range(3)]
+        pairs += [(goal, rng.choice(by_category[target.category])) for _ in range(3)]
+    agree = sum(
+        type_reward(p, g).r_type == type_reward(p, g, nouns=rule_nouns).r_type for g, p in pairs
+    )
+    print(f"type factor, rules vs {noun_tagger()}: the same noun list on {same / len(titles):.1%} "
+          f"of {len(titles)} titles; the same r_type on {agree / len(pairs):.1%} of "
+          f"{len(pairs)} title pairs")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--webshop", type=Path, required=True, help="a WebShop checkout")
+    parser.add_argument("--webshop", type=Path, default=None, help="a WebShop checkout")
     parser.add_argument("--finer", type=Path, default=None, help="goal.py of revision 6ba9969")
     parser.add_argument("--goals", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
@@ -121,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     from arlarena_envs.webshop.reward import score_purchase
     from arlarena_envs.webshop.shop import ShopConfig, get_shop
 
+    tagger_agreement(args.seed)
+    if args.webshop is None:
+        return 0
     originals = load_original(args.webshop, args.finer)
     shop = get_shop(ShopConfig(SMALL_PRODUCTS))
     drawn = purchases(shop, args.goals, args.seed)

@@ -195,15 +195,18 @@ class TypeMatch:
     title_score: float
 
 
-def type_reward(product: Product, goal: Goal) -> TypeMatch:
-    """The type factor: 1, 0.5, 0.1 or 0 by query, breadcrumb and title-noun overlap."""
+def type_reward(
+    product: Product, goal: Goal, nouns: Callable[[str], list[str]] = title_nouns
+) -> TypeMatch:
+    """The type factor: 1, 0.5, 0.1 or 0 by query, breadcrumb and title-noun overlap
+    (``nouns`` tags a title)."""
     query_match = product.query == goal.query
     have_crumbs = {level.strip() for level in product.product_category.split("›")}
     want_crumbs = {level.strip() for level in goal.product_category.split("›")}
     category_match = len(have_crumbs & want_crumbs) >= 2
-    wanted_nouns = title_nouns(goal.name)
+    wanted_nouns = nouns(goal.name)
     if wanted_nouns:
-        shared = set(title_nouns(product.title)) & set(wanted_nouns)
+        shared = set(nouns(product.title)) & set(wanted_nouns)
         title_score = len(shared) / len(wanted_nouns)
     else:
         title_score = 0.2

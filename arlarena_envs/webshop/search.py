@@ -29,11 +29,11 @@ import Stemmer
 from bm25s.tokenization import Tokenized
 
 __all__ = [
-    "B",
     "INDEX_VERSION",
     "K1",
     "SEARCH_RETURN_N",
     "STOPWORDS",
+    "B",
     "SearchIndex",
     "analyze",
     "load_index",
