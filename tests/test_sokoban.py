@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import random
+import threading
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,7 +13,8 @@ from gymnasium.utils.env_checker import check_env
 
 import arlarena_envs
 from arlarena_envs.sokoban.env import SokobanEnv
-from arlarena_envs.sokoban.levels import Level
+from arlarena_envs.sokoban.levels import Level, LevelGenerationError, generate_level
+from arlarena_envs.sokoban.render import grid_text, gym_sokoban_dir, tiny_rgb_array
 from arlarena_envs.sokoban.solver import solve
 
 SOKOBAN_IDS = [i for i in arlarena_envs.ENV_SPECS if i.startswith("ARLArena/Sokoban")]
@@ -84,9 +89,124 @@ def test_levels_do_not_depend_on_global_rngs():
     a = env.reset(seed=5)[0]
     random.seed(2)
     np.random.seed(2)
-    state = random.getstate()
+    state, np_state = random.getstate(), np.random.get_state()[1].copy()
     assert env.reset(seed=5)[0] == a
-    assert random.getstate() == state  # the generator restores the global RNG
+    assert random.getstate() == state  # the generator never touches the global RNGs
+    assert np.array_equal(np.random.get_state()[1], np_state)
+
+
+def _grid(level: Level) -> str:
+    return grid_text(level.walls, frozenset(level.targets), level.player, frozenset(level.boxes))
+
+
+# The study's levels of seeds 0-3, 6x6, one box: the output of the study's
+# agent_system/environments/env_package/sokoban/sokoban/room_utils.py:227 generate_room(dim=(6, 6),
+# num_steps=20, num_boxes=1, search_depth=30) after random.seed(seed) and np.random.seed(seed),
+# as its env.py:58-64 calls it, written down in grid_text's symbols.
+STUDY_LEVELS = {
+    0: ["######", "#____#", "##O_P#", "###X_#", "###__#", "######"],
+    1: ["######", "#O_###", "#_####", "#X_###", "#P_###", "######"],
+    2: ["######", "#_#_P#", "#_#X_#", "#___O#", "#____#", "######"],
+    3: ["######", "######", "#O####", "#X####", "#_P###", "######"],
+}
+
+
+def test_default_levels_are_the_studys_for_the_same_seed():
+    for seed, rows in STUDY_LEVELS.items():
+        assert _grid(generate_level(seed, (6, 6), 1)) == "\n".join(rows)
+        assert gym.make("ARLArena/Sokoban-v0").reset(seed=seed)[0] == "\n".join(rows)
+
+
+def test_gym_sokoban_generator_gives_gym_sokobans_own_levels():
+    spec = importlib.util.spec_from_file_location(
+        "_test_room_utils", gym_sokoban_dir() / "envs" / "room_utils.py"
+    )
+    original = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(original)
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        for dim, boxes, seeds in (((6, 6), 1, range(30)), ((6, 6), 2, range(10))):
+            for seed in seeds:
+                random.seed(seed)
+                np.random.seed(seed)
+                try:
+                    structure, state, _ = original.generate_room(dim=dim, num_steps=20,
+                                                                 num_boxes=boxes)
+                except (RuntimeError, RuntimeWarning):
+                    with pytest.raises(LevelGenerationError):
+                        generate_level(seed, dim, boxes, generator="gym_sokoban")
+                    continue
+                level = generate_level(seed, dim, boxes, generator="gym_sokoban")
+                assert np.array_equal(level.walls, structure == 0)
+                assert level.targets == tuple(map(tuple, np.argwhere(structure == 2).tolist()))
+                boxes_at = np.argwhere(np.isin(state, (3, 4))).tolist()
+                assert level.boxes == tuple(map(tuple, boxes_at))
+                assert level.player == tuple(np.argwhere(state == 5)[0].tolist())
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+
+
+def test_studys_levels_are_harder_and_the_player_walks_away_from_the_box():
+    def stats(generator: str) -> tuple[float, float, float]:
+        levels = [generate_level(s, (6, 6), 1, generator=generator) for s in range(120)]
+        lengths = [len(solve(lv.walls, lv.targets, lv.player, lv.boxes)) for lv in levels]
+        near = [abs(lv.player[0] - lv.boxes[0][0]) + abs(lv.player[1] - lv.boxes[0][1]) == 1
+                for lv in levels]
+        return np.mean([n == 1 for n in lengths]), np.mean(lengths), np.mean(near)
+
+    study, gym_sokoban = stats("study"), stats("gym_sokoban")
+    assert study[0] < 0.15 < 0.2 < gym_sokoban[0]  # one-move levels (bench: 8.7% vs 26.3%)
+    assert study[1] > gym_sokoban[1] + 0.3  # mean shortest solution (bench: 3.91 vs 3.29)
+    assert gym_sokoban[2] == 1.0 and study[2] < 0.75  # the study's random steps after the play
+
+
+def test_concurrent_episodes_in_threads_equal_sequential_play():
+    seeds = list(range(8))
+    generators = ["study", "gym_sokoban"]
+
+    def play(seed: int, generator: str) -> tuple:
+        env = gym.make("ARLArena/Sokoban-v0", generator=generator)
+        episodes = [_expert_episode(env, seed + 8 * k) for k in range(3)]
+        return tuple((obs, rewards) for obs, rewards, _ in episodes)
+
+    expected = {(s, g): play(s, g) for s in seeds for g in generators}
+    results: dict = {}
+    barrier = threading.Barrier(len(expected))
+
+    def worker(seed: int, generator: str) -> None:
+        barrier.wait()
+        results[seed, generator] = play(seed, generator)
+
+    threads = [threading.Thread(target=worker, args=key) for key in expected]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == expected
+
+
+def test_won_then_any_action_keeps_the_won_state():
+    env = _env_with(["#####", "#PXO#", "#####"])
+    _, reward, terminated, _, info = env.step("right")
+    assert terminated and info["won"] and reward == pytest.approx(10.9)
+    # Past the end, unlike the study's env (an invalid action: done=False, won=False).
+    grid, reward, terminated, _, info = env.step("jump")
+    assert terminated and info["won"] and not info["action_is_valid"]
+    assert reward == pytest.approx(-0.1) and grid == env._grid()
+
+
+def test_study_text_rendering_of_a_grid():
+    assert tiny_rgb_array("#_O\nX√P\n#S_") == (
+        " # \t _ \t O \t\n X \t √ \t P \t\n # \t S \t _ \t"
+    )
+
+
+def test_unknown_generator_is_a_clear_error():
+    with pytest.raises(ValueError, match="generator"):
+        SokobanEnv(generator="boxoban")
+    with pytest.raises(KeyError, match="known"):
+        generate_level(0, (6, 6), 1, generator="boxoban")
 
 
 def test_rewards_follow_the_study():

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from arlarena_envs.base import TextEnv, coerce_action
-from arlarena_envs.sokoban.levels import Level, LevelGenerationError, generate_level
+from arlarena_envs.sokoban.levels import GENERATORS, Level, LevelGenerationError, generate_level
 from arlarena_envs.sokoban.render import grid_rgb, grid_text
 from arlarena_envs.sokoban.rules import ACTIONS, move
 from arlarena_envs.sokoban.solver import solve
@@ -18,14 +18,23 @@ TASK = "Push all the boxes onto the target spots."
 
 
 class SokobanEnv(TextEnv):
-    """Sokoban with text observations and the study's rewards.
+    """Sokoban with text observations and the study's levels and rewards.
 
-    Levels come from gym-sokoban's reverse-play generator and are kept only if the BFS solver
-    solves them within ``max_solution_length`` moves, so every level can be won inside the turn
-    limit. Rewards follow gym-sokoban and the study's runs: −0.1 per turn, +1 / −1 for a box
-    pushed onto / off a target, +10 when every box is on a target. An action that is not one of
+    Levels come from a reverse-play generator of :data:`~arlarena_envs.sokoban.levels.GENERATORS`
+    (``generator``: the study's by default, ``"gym_sokoban"`` for gym-sokoban's as shipped).
+    ``reset(seed=s)`` shows the level the original generator makes for seed ``s``; a draw that
+    fails, or whose level the BFS solver cannot solve within ``max_solution_length`` moves, is
+    redrawn with a seed from the env's RNG (no 6×6 one-box level of seeds 0..299 needs more
+    than 11 moves, ``bench/sokoban.py``, so the default keeps the study's levels). Rewards follow
+    gym-sokoban and the study's runs: −0.1 per turn, +1 / −1 for a box pushed onto / off a
+    target, +10 when every box is on a target. An action that is not one of
     ``up``/``down``/``left``/``right`` (after stripping and lower-casing) leaves the state as it
     is, costs the turn's −0.1, and sets ``info["action_is_valid"] = False``.
+
+    After the episode is won, stepping on is outside Gymnasium's contract; this env keeps
+    reporting the won state (``terminated=True``) for any action, where the study's env answers
+    an invalid action with ``done=False`` and ``won=False``. Its rollouts never step a finished
+    episode, so the difference never shows in a run.
 
     Example:
         >>> import gymnasium as gym, arlarena_envs
@@ -46,6 +55,7 @@ class SokobanEnv(TextEnv):
         num_boxes: int = 1,
         max_solution_length: int = 15,
         num_gen_steps: int | None = None,
+        generator: str = "study",
         visual: bool = False,
         render_mode: str | None = None,
         max_level_draws: int = 1000,
@@ -54,10 +64,13 @@ class SokobanEnv(TextEnv):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         if num_boxes < 1 or min(dim) < 4:
             raise ValueError(f"need at least one box and a 4x4 room, got {dim} with {num_boxes}")
+        if generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {sorted(GENERATORS)}, got {generator!r}")
         self.dim = (int(dim[0]), int(dim[1]))
         self.num_boxes = int(num_boxes)
         self.max_solution_length = int(max_solution_length)
         self.num_gen_steps = num_gen_steps
+        self.generator = generator
         self.visual = bool(visual)
         self.prompt_template = "sokoban_visual" if self.visual else "sokoban"
         self.render_mode = render_mode or ("rgb_array" if self.visual else None)
@@ -102,12 +115,17 @@ class SokobanEnv(TextEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Draw a new level from the env's RNG; the same ``seed`` gives the same level."""
+        """Draw a new level: the original's level of ``seed``, else one from the env's RNG."""
         super().reset(seed=seed, options=options)
-        for _ in range(self.max_level_draws):
-            level = generate_level(
-                self.np_random, self.dim, self.num_boxes, num_gen_steps=self.num_gen_steps
-            )
+        for draw in range(self.max_level_draws):
+            level_seed = seed if seed is not None and draw == 0 else self.np_random.integers(2**32)
+            try:
+                level = generate_level(
+                    int(level_seed), self.dim, self.num_boxes,
+                    generator=self.generator, num_steps=self.num_gen_steps,
+                )
+            except LevelGenerationError:
+                continue
             plan = solve(
                 level.walls, level.targets, level.player, level.boxes,
                 max_depth=self.max_solution_length,
@@ -116,7 +134,7 @@ class SokobanEnv(TextEnv):
                 break
         else:
             raise LevelGenerationError(
-                f"no {self.dim} level with {self.num_boxes} boxes solvable in "
+                f"no {self.dim} {self.generator} level with {self.num_boxes} boxes solvable in "
                 f"{self.max_solution_length} moves after {self.max_level_draws} draws"
             )
         self._level, self._plan = level, plan

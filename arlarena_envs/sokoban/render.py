@@ -1,20 +1,23 @@
 """Sokoban renderings: text rows for language models, RGB frames for the visual variant.
 
-The text symbols are those of the agent codebases the study's results come from, so text results
-stay comparable: ``#`` wall, ``_`` floor, ``O`` target, ``X`` box, ``P`` player, ``√`` box on
-target, ``S`` player on target. The images reuse gym-sokoban's own 16×16 sprites.
+Holds :data:`SYMBOLS`, :data:`LEGEND`, :func:`grid_text` (the env's observation: one symbol per
+cell), :func:`tiny_rgb_array` (the study's cell-by-cell text, what its prompts show),
+:func:`grid_rgb` and :func:`gym_sokoban_dir`. The symbols are the study's: ``#`` wall, ``_``
+floor, ``O`` target, ``X`` box, ``P`` player, ``√`` box on target, ``S`` player on target. The
+images reuse gym-sokoban's own 16×16 sprites.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
-from arlarena_envs.sokoban.levels import gym_sokoban_dir
 from arlarena_envs.sokoban.rules import Boxes, Cell
 
-__all__ = ["LEGEND", "SYMBOLS", "grid_rgb", "grid_text"]
+__all__ = ["LEGEND", "SYMBOLS", "grid_rgb", "grid_text", "gym_sokoban_dir", "tiny_rgb_array"]
 
 SYMBOLS = {
     "wall": "#",
@@ -57,6 +60,29 @@ def grid_text(walls: np.ndarray, targets: frozenset[Cell], player: Cell, boxes: 
     return "\n".join(
         "".join(SYMBOLS[k] for k in row) for row in _cells(walls, targets, player, boxes)
     )
+
+
+def tiny_rgb_array(grid: str) -> str:
+    r"""The study's text of a :func:`grid_text` grid: each cell as ``" # \t"``, rows on lines.
+
+    Its env's ``tiny_rgb_array`` mode, the grid its prompts show (a space each side of the
+    symbol, a tab after every cell, the last one included).
+
+    >>> tiny_rgb_array("#_P\n#XO")
+    ' # \t _ \t P \t\n # \t X \t O \t'
+    """
+    return "\n".join("".join(f" {cell} \t" for cell in row) for row in grid.split("\n"))
+
+
+@cache
+def gym_sokoban_dir() -> Path:
+    """Directory of the installed ``gym_sokoban`` package (found without importing it: its
+    ``__init__`` imports the old ``gym``)."""
+    origin = getattr(importlib.util.find_spec("gym_sokoban"), "origin", None)
+    if origin is None:
+        raise ModuleNotFoundError("gym-sokoban is not installed: pip install gym-sokoban (its "
+                                  "sprites draw the visual Sokoban's frames)")
+    return Path(origin).parent
 
 
 @cache
