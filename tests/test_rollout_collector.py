@@ -74,6 +74,22 @@ def test_the_expert_solves_every_level_in_process():
     assert all(e.won for e in rollout.episodes)
 
 
+def test_a_noisy_expert_deviates_on_some_turns_and_replays_exactly():
+    tasks = [Task(f"g{i}", i) for i in range(6)]
+
+    def actions(agent) -> list[tuple[str, int, str]]:
+        with InProcessEnvPool(SOKOBAN, 6) as pool:
+            rollout = collect(pool, AgentResponder(agent), tasks, 1, max_turns=6)
+        return [(s.traj_id, s.step, s.response) for s in rollout.samples]
+
+    clean, noisy = actions(make_agent("expert")), actions(make_agent("expert", epsilon=0.5))
+    assert noisy == actions(make_agent("expert", epsilon=0.5))
+    assert noisy != clean
+    assert all("<action>" in r for _, _, r in noisy)
+    with pytest.raises(ValueError, match="epsilon"):
+        make_agent("expert", epsilon=1.5)
+
+
 def test_worker_processes_give_the_same_rollouts_as_in_process():
     tasks = [Task("a", 11), Task("b", 12), Task("c", 13)]
     runs = []

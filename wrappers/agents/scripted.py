@@ -40,13 +40,21 @@ class RandomAgent(Agent):
 class ExpertAgent(Agent):
     """Answers with the env's privileged expert move (``env.unwrapped.expert_action()``).
 
+    With ``epsilon > 0`` it is a noisy teacher: each turn, with probability ``epsilon``, it
+    takes a uniformly random admissible action instead (drawn from the episode's stream, so
+    runs repeat). Its successful episodes are good but not optimal, like the study's SFT data
+    (the model's own high-scoring rollouts), which leaves RL room above the cloned policy.
+
     It needs the env handle in each request, so it drives in-process envs only.
     """
 
     name = "expert"
 
-    def __init__(self, **_: object) -> None:
-        pass
+    def __init__(self, epsilon: float = 0.0, seed: int = 0, **_: object) -> None:
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+        self.epsilon = float(epsilon)
+        self.seed = seed
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses = []
@@ -57,6 +65,13 @@ class ExpertAgent(Agent):
             if action is None:
                 name = request.env.spec.id if request.env.spec else type(request.env).__name__
                 raise ValueError(f"{name} has no expert")
+            actions = list(request.info.get("admissible_actions") or [])
+            if self.epsilon and actions:
+                rng = np.random.default_rng(
+                    stream_seed(self.seed, request.episode_id, request.turn)
+                )
+                if rng.random() < self.epsilon:
+                    action = actions[int(rng.integers(len(actions)))]
             think = f"Following the shortest known plan, the next step is '{action}'."
             responses.append(format_response(think, action))
         return responses
