@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arlarena_baselines.algos import METHODS, get_method
+from arlarena_baselines.algos import METHODS, get_method, study_method
 from arlarena_baselines.cli.train import build_config, register
 from arlarena_baselines.trainer.config import (
     TrainConfig,
@@ -21,15 +21,16 @@ from arlarena_baselines.trainer.config import (
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
+@pytest.mark.parametrize("env", [None, "webshop"])
 @pytest.mark.parametrize("name", list(METHODS))
-def test_every_method_has_a_config_file_in_sync(name):
-    path = CONFIGS / "rl" / f"{name}.yaml"
+def test_every_method_has_a_config_file_in_sync(name, env):
+    path = CONFIGS / "rl" / (env or "") / f"{name}.yaml"
     assert path.is_file(), f"missing {path}: run `arlarena train write-configs`"
-    assert path.read_text() == method_config_yaml(name)
+    assert path.read_text() == method_config_yaml(name, env)
     config = load_config(path)
     assert config.rl.method == name
     method = get_method(name).with_overrides(**config.rl.method_overrides)
-    assert method == get_method(name)  # the file spells out the study's values
+    assert method == study_method(name, env)  # the file spells out the study's values
 
 
 def test_recipe_configs_load():

@@ -12,7 +12,9 @@ registered by name:
 - :mod:`.filtering`: :func:`dynamic_filter`, :class:`DynamicSampler`, :func:`overlong_penalty`;
 - :mod:`.kl`: :func:`kl_penalty`;
 - :mod:`.methods`: :class:`Method`, :data:`METHODS`, :func:`get_method`,
-  :func:`method_table_markdown`;
+  :func:`study_method`, :func:`method_table_markdown`, :func:`study_sources_markdown`;
+- :mod:`.study`: :data:`STUDY_SETTINGS`, the study's settings of each method per env, each
+  with its source line, and :func:`study_env`;
 - :mod:`.compose`: :func:`compute_advantages`, :func:`method_policy_loss`,
   :func:`make_sampler` (what a trainer calls);
 - :mod:`.diagnostics`: :func:`stability_metrics`, :class:`CollapseDetector`;
@@ -43,8 +45,18 @@ from .diagnostics import CollapseDetector, stability_metrics
 from .filtering import FILTERS, DynamicSampler, dynamic_filter, overlong_penalty
 from .grouping import group_index, next_turn_values
 from .kl import kl_penalty
-from .methods import METHODS, Method, get_method, method_table_markdown, register_method
+from .methods import (
+    METHODS,
+    Method,
+    get_method,
+    method_fields,
+    method_table_markdown,
+    register_method,
+    study_method,
+    study_sources_markdown,
+)
 from .registry import Registry, UnknownNameError
+from .study import STUDY_SETTINGS, Setting, study_env
 
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
@@ -52,12 +64,14 @@ __all__ = [
     "FILTERS",
     "METHODS",
     "POLICY_LOSSES",
+    "STUDY_SETTINGS",
     "AdvantageInputs",
     "CollapseDetector",
     "DynamicSampler",
     "Method",
     "PolicyLossConfig",
     "Registry",
+    "Setting",
     "UnknownNameError",
     "aggregate_loss",
     "aggregation_denominator",
@@ -73,6 +87,7 @@ __all__ = [
     "grpo_advantage",
     "kl_penalty",
     "make_sampler",
+    "method_fields",
     "method_policy_loss",
     "method_table_markdown",
     "metric_names",
@@ -83,4 +98,7 @@ __all__ = [
     "register_policy_loss",
     "sequence_mask",
     "stability_metrics",
+    "study_env",
+    "study_method",
+    "study_sources_markdown",
 ]

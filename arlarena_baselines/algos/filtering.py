@@ -2,8 +2,8 @@
 
 Holds :func:`dynamic_filter` (drop groups whose episode returns are all equal), the registry
 :data:`FILTERS` of such group filters, :class:`DynamicSampler` (the bookkeeping of DAPO's
-"sample until the batch is full or ``max_num_gen_batches`` rounds ran") and
-:func:`overlong_penalty` (DAPO's optional soft overlong shaping).
+"sample until the batch is full or ``max_num_gen_batches`` rounds ran", topped up in the last
+round as the study does) and :func:`overlong_penalty` (DAPO's optional soft overlong shaping).
 Formulas: ``docs/algorithms.md`` §4.
 """
 
@@ -63,18 +63,21 @@ class DynamicSampler:
     Feed each generation round's samples to :meth:`add`; it returns which of them to keep:
     those of groups the filter keeps, up to the ``target_groups`` still needed (in order of
     first appearance). Stop when :attr:`done`: the batch is full or ``max_rounds`` rounds
-    ran (the step then trains on what was kept, possibly fewer groups, possibly none).
-    ``filter_fn=None`` keeps every group (filtering off, e.g. during a cold start).
+    ran. With ``top_up`` (the study's ``filter_group_data``), the last round fills what is
+    still missing with the groups the filter rejected, in order, so the step trains on
+    ``target_groups`` groups whenever that many were generated; without it, the step trains
+    on what was kept, possibly fewer groups, possibly none. ``filter_fn=None`` keeps every
+    group (filtering off, e.g. during a cold start).
 
-    >>> sampler = DynamicSampler(target_groups=2, max_rounds=3)
+    >>> sampler = DynamicSampler(target_groups=3, max_rounds=2)
     >>> sampler.add(["a", "a", "b", "b"], [1.0, 0.0, 1.0, 1.0])
     tensor([ True,  True, False, False])
     >>> sampler.done, sampler.kept_groups, sampler.dropped_groups
     (False, 1, 1)
-    >>> sampler.add(["c", "c", "d", "d"], [0.0, 1.0, 1.0, 0.0])
-    tensor([ True,  True, False, False])
-    >>> sampler.done
-    True
+    >>> sampler.add(["c", "c", "d", "d", "e", "e"], [0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    tensor([ True,  True,  True,  True, False, False])
+    >>> sampler.done, sampler.kept_groups, sampler.topped_up_groups, sampler.dropped_groups
+    (True, 3, 1, 2)
     """
 
     def __init__(
@@ -83,14 +86,17 @@ class DynamicSampler:
         max_rounds: int = 3,
         *,
         filter_fn: FilterFn | None = dynamic_filter,
+        top_up: bool = True,
     ) -> None:
         if target_groups < 1 or max_rounds < 1:
             raise ValueError("target_groups and max_rounds must be >= 1")
         self.target_groups = target_groups
         self.max_rounds = max_rounds
         self.filter_fn = filter_fn
+        self.top_up = top_up
         self.rounds = 0
         self.kept_groups = 0
+        self.topped_up_groups = 0
         self.dropped_groups = 0
 
     @property
@@ -114,14 +120,21 @@ class DynamicSampler:
         group_passed[codes[passed]] = True
         # Codes number groups by first appearance, so the first `needed` passing ones win.
         group_keep = group_passed & (np.cumsum(group_passed) <= self.needed)
+        rejected = ~group_passed
+        group_fill = np.zeros(num, dtype=bool)
+        if self.top_up and self.rounds + 1 >= self.max_rounds:
+            missing = self.needed - int(group_keep.sum())
+            group_fill = rejected & (np.cumsum(rejected) <= missing)
         self.rounds += 1
-        self.kept_groups += int(group_keep.sum())
-        self.dropped_groups += int((~group_passed).sum())
-        return torch.from_numpy(group_keep[codes])
+        self.kept_groups += int(group_keep.sum() + group_fill.sum())
+        self.topped_up_groups += int(group_fill.sum())
+        self.dropped_groups += int((rejected & ~group_fill).sum())
+        return torch.from_numpy((group_keep | group_fill)[codes])
 
     def metrics(self) -> dict[str, float]:
-        """``{GROUPS_FILTERED: groups dropped by the filter so far}``."""
-        return {mn.GROUPS_FILTERED: float(self.dropped_groups)}
+        """Groups dropped by the filter and groups it rejected that topped the batch up."""
+        return {mn.GROUPS_FILTERED: float(self.dropped_groups),
+                mn.GROUPS_TOPPED_UP: float(self.topped_up_groups)}
 
 
 def overlong_penalty(

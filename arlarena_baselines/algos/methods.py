@@ -1,9 +1,11 @@
 """The named recipes of the study: one choice per dimension plus hyperparameters.
 
 Holds :class:`Method` (a frozen dataclass), the registry :data:`METHODS` with the 13 methods
-of ``docs/algorithms.md`` ("The methods of the study"), :func:`get_method` (case-insensitive),
-:func:`register_method`, and :func:`method_table_markdown` (the README's table, generated
-from :data:`METHODS`).
+of ``docs/algorithms.md`` ("The methods of the study") at the study's ALFWorld settings,
+:func:`get_method` (case-insensitive), :func:`study_method` (a method at the study's settings
+of an env, from :mod:`.study`), :func:`register_method`, :func:`method_table_markdown` (the
+README's table) and :func:`study_sources_markdown` (every value with its source, for
+``docs/algorithms.md``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,18 @@ from .clipping import POLICY_LOSSES, PolicyLossConfig
 from .filtering import FILTERS
 from .kl import KL_ESTIMATORS
 from .registry import Registry
+from .study import PAPER, STUDY_ENVS, STUDY_SETTINGS, study_settings
 
-__all__ = ["METHODS", "Method", "get_method", "method_table_markdown", "register_method"]
+__all__ = [
+    "METHODS",
+    "Method",
+    "get_method",
+    "method_fields",
+    "method_table_markdown",
+    "register_method",
+    "study_method",
+    "study_sources_markdown",
+]
 
 
 @dataclass(frozen=True)
@@ -28,8 +40,12 @@ class Method:
     Part names are looked up in the registries (``aggregation`` in ``AGG_MODES``,
     ``clipping`` in ``POLICY_LOSSES``, ``advantage`` in ``ADVANTAGE_ESTIMATORS``,
     ``filtering`` in ``FILTERS`` or ``None``), so a trainer reads the parts, never the name.
-    Defaults are the study's agent-run settings. Change hyperparameters with
-    :meth:`with_overrides`.
+    The registered methods carry the study's ALFWorld settings (:mod:`.study`); change
+    hyperparameters with :meth:`with_overrides`. ``regularizer_aggregation`` aggregates the KL
+    and entropy terms (``None``: as the loss); ``top_up`` fills a filtered batch with rejected
+    groups after the last round (the study's ``filter_group_data``); ``overlong_max_len``
+    turns on DAPO's overlong penalty on each turn's response (buffer ``overlong_max_len / 5``,
+    factor 0.1, as the study's DAPO reward manager).
 
     >>> get_method("sampo").with_overrides(gigpo_mode="mean_norm", cold_start_steps=5).clipping
     'gspo'
@@ -62,10 +78,13 @@ class Method:
     # filtering
     max_num_gen_batches: int = 3
     cold_start_steps: int = 0
+    top_up: bool = True
+    overlong_max_len: int | None = None
     # regularisers
     kl_coef: float = 0.01
     kl_estimator: str = "k3"
     entropy_coef: float = 0.001
+    regularizer_aggregation: str | None = None
     summary: str = ""
 
     def __post_init__(self) -> None:
@@ -76,6 +95,8 @@ class Method:
             registry[part]
         checks = {
             "aggregation": (self.aggregation, AGG_MODES),
+            "regularizer_aggregation": (self.regularizer_aggregation or self.aggregation,
+                                        AGG_MODES),
             "kl_estimator": (self.kl_estimator, KL_ESTIMATORS),
             "gigpo_mode": (self.gigpo_mode, GIGPO_MODES),
         }
@@ -86,7 +107,14 @@ class Method:
                 )
         if self.max_num_gen_batches < 1 or self.cold_start_steps < 0:
             raise ValueError(f"{self.name}: need max_num_gen_batches >= 1, cold_start_steps >= 0")
+        if self.overlong_max_len is not None and self.overlong_max_len < 5:
+            raise ValueError(f"{self.name}: overlong_max_len must be >= 5 (its buffer is a fifth)")
         self.policy_loss_config()
+
+    @property
+    def reg_aggregation(self) -> str:
+        """How the KL and entropy terms are aggregated."""
+        return self.regularizer_aggregation or self.aggregation
 
     def policy_loss_config(self) -> PolicyLossConfig:
         """The :class:`PolicyLossConfig` of this method (its ε, dual clip, τ, aggregation)."""
@@ -122,41 +150,51 @@ def get_method(name: str) -> Method:
     return METHODS[name]
 
 
-_DAPO = {"filtering": "dapo", "clip_low": 0.2, "clip_high": 0.28, "dual_clip": 3.0}
-_GSPO_EPS = {"clip_low": 3e-3, "clip_high": 4e-3}
-_CISPO_EPS = {"clip_low": 1.0, "clip_high": 0.2}
+def study_method(name: str, env: str | None = None) -> Method:
+    """Method ``name`` at the study's settings on ``env`` (an ARLArena env name or gymnasium id,
+    or a column of :data:`~.study.STUDY_SETTINGS`; ``None`` or an env the study has no script
+    for: the ALFWorld settings, those of :data:`METHODS`).
 
+    >>> study_method("GSPO", "webshop").clip_low, get_method("GSPO").clip_low
+    (0.03, 0.0003)
+    """
+    method = get_method(name)
+    return method.with_overrides(**{k: s.value for k, s in study_settings(method.name, env).items()})
+
+
+# The parts of each method; the hyperparameters come from the study's ALFWorld column.
 for _method in (
-    Method("GRPO", "token-mean", "ppo_clip", "grpo", dual_clip=3.0,
+    Method("GRPO", "token-mean", "ppo_clip", "grpo",
            summary="PPO clip with group-normalised returns (Shao et al. 2024)"),
-    Method("GRPO_ST", "seq-mean-token-mean", "ppo_clip", "grpo", dual_clip=3.0,
+    Method("GRPO_ST", "seq-mean-token-mean", "ppo_clip", "grpo",
            summary="GRPO with sequence-then-token averaging"),
-    Method("GSPO", "seq-mean-token-mean", "gspo", "grpo", **_GSPO_EPS,
+    Method("GSPO", "seq-mean-token-mean", "gspo", "grpo",
            summary="sequence-level ratio and clip (Zheng et al. 2025)"),
-    Method("CISPO", "token-mean", "cispo", "grpo", **_CISPO_EPS,
+    Method("CISPO", "token-mean", "cispo", "grpo",
            summary="clipped IS weight, every token keeps its gradient (MiniMax 2025)"),
-    Method("SAPO", "seq-mean-token-mean", "sapo", "grpo",
+    Method("SAPO", "token-mean", "sapo", "grpo",
            summary="soft sigmoid gate instead of a hard clip (Qwen 2025)"),
-    Method("GRPO_SM", "token-mean", "ppo_clip", "grpo", sequence_mask=True, dual_clip=3.0,
+    Method("GRPO_SM", "token-mean", "ppo_clip", "grpo", sequence_mask=True,
            summary="GRPO + masking of drifted negative-advantage sequences"),
-    Method("CISPO_SM", "token-mean", "cispo", "grpo", sequence_mask=True, **_CISPO_EPS,
+    Method("CISPO_SM", "token-mean", "cispo", "grpo", sequence_mask=True,
            summary="CISPO + sequence masking"),
-    Method("SAPO_SM", "seq-mean-token-mean", "sapo", "grpo", sequence_mask=True,
+    Method("SAPO_SM", "token-mean", "sapo", "grpo", sequence_mask=True,
            summary="SAPO + sequence masking"),
-    Method("GiGPO", "token-mean", "ppo_clip", "gigpo", dual_clip=3.0,
+    Method("GiGPO", "token-mean", "ppo_clip", "gigpo",
            summary="episode + anchor-state step advantages (Feng et al. 2025)"),
-    Method("EMPG", "token-mean", "ppo_clip", "empg", dual_clip=3.0,
+    Method("EMPG", "token-mean", "ppo_clip", "empg",
            summary="entropy-modulated GRPO advantages (Wang et al. 2025)"),
-    Method("DAPO_GRPO", "token-mean", "ppo_clip", "grpo", **_DAPO,
-           summary="GRPO + clip-higher + dynamic sampling (Yu et al. 2025)"),
-    Method("DAPO_GiGPO", "token-mean", "ppo_clip", "gigpo", **_DAPO,
+    Method("DAPO_GRPO", "token-mean", "ppo_clip", "grpo", filtering="dapo",
+           summary="GRPO + DAPO's dynamic sampling (Yu et al. 2025); the study's scripts keep "
+           "ε_high = 0.2"),
+    Method("DAPO_GiGPO", "token-mean", "ppo_clip", "gigpo", filtering="dapo",
            summary="GiGPO + clip-higher + dynamic sampling"),
-    Method("SAMPO", "seq-mean-token-mean", "gspo", "gigpo", filtering="dapo", **_GSPO_EPS,
-           cold_start_steps=15,
-           summary="the study's recipe: GSPO + GiGPO + dynamic sampling (ALFWorld settings;"
-           " WebShop: gigpo_mode='mean_norm', cold_start_steps=5)"),
+    Method("SAMPO", "seq-mean-token-mean", "gspo", "gigpo", filtering="dapo",
+           summary="the study's recipe: GSPO + GiGPO + dynamic sampling"),
 ):  # fmt: skip
-    register_method(_method)
+    register_method(_method.with_overrides(**{
+        k: s.value for k, s in STUDY_SETTINGS[_method.name]["alfworld"].items()
+    }))
 
 # Which Method fields each part reads, for the rendered table.
 _PART_FIELDS: dict[str, tuple[str, ...]] = {
@@ -170,23 +208,68 @@ _PART_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _describe(method: Method, part: str | None) -> str:
-    if part is None:
-        return "–"
-    params = ", ".join(f"{f}={getattr(method, f)}" for f in _PART_FIELDS.get(part, ()))
-    return f"`{part}` ({params})" if params else f"`{part}`"
+def method_fields(method: Method) -> list[str]:
+    """The hyperparameters ``method`` reads (its parts', the mask's, the regularisers')."""
+    keys = ["aggregation", "regularizer_aggregation"]
+    for part in (method.clipping, method.advantage, method.filtering):
+        keys += [k for k in _PART_FIELDS.get(part or "", ()) if k not in keys]
+    if method.filtering is not None:
+        keys += ["top_up", "overlong_max_len"]
+    keys += ["sequence_mask", "delta"] if method.sequence_mask else ["sequence_mask"]
+    return keys + ["kl_coef", "kl_estimator", "entropy_coef"]
+
+
+def _env_cell(method: Method, base: Method, env: str) -> str:
+    """The settings of ``method`` on ``env`` that differ from ``base`` (all if ``base`` is it)."""
+    sources = STUDY_SETTINGS[method.name].get(env)
+    if sources is None:
+        return "no script: as ALFWorld"
+    shown = [k for k in method_fields(method) if k not in ("aggregation", "sequence_mask")
+             and (method is base or getattr(method, k) != getattr(base, k))]
+    shown += [k for k in ("aggregation", "sequence_mask")
+              if method is not base and getattr(method, k) != getattr(base, k)]
+    if "sequence_mask" in shown and "delta" not in shown:
+        shown.append("delta")
+    if method is base:
+        shown = [k for k in shown if k in sources and k not in ("kl_estimator", "top_up")
+                 and not (k == "regularizer_aggregation"
+                          and method.reg_aggregation == method.aggregation)]
+    text = ", ".join(f"{k}={getattr(method, k)}" for k in shown) or "same"
+    return f"{text} (paper)" if all(s.source == PAPER for s in sources.values()) else text
 
 
 def method_table_markdown(methods: Registry[Method] | None = None) -> str:
-    """The method table as markdown, one row per registered method (for the README)."""
+    """The method table as markdown, one row per registered method (for the README): its
+    parts, its study settings on ALFWorld (also used on Sokoban, TIR Math and Bandit) and
+    what changes on WebShop; "(paper)" marks the methods the study has no script for."""
     rows = [
-        "| method | aggregation | clipping | advantage | filter | seq. mask | notes |",
-        "|---|---|---|---|---|---|---|",
+        "| method | aggregation | clipping | advantage | filter | seq. mask | ALFWorld (default) "
+        "| WebShop | notes |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for m in (methods if methods is not None else METHODS).values():
         mask = f"δ={m.delta}" if m.sequence_mask else "–"
+        if m.name in STUDY_SETTINGS:
+            alf = _env_cell(m, m, "alfworld")
+            shop = _env_cell(study_method(m.name, "webshop"), m, "webshop")
+        else:
+            alf = shop = "–"
         rows.append(
-            f"| {m.name} | `{m.aggregation}` | {_describe(m, m.clipping)} | "
-            f"{_describe(m, m.advantage)} | {_describe(m, m.filtering)} | {mask} | {m.summary} |"
+            f"| {m.name} | `{m.aggregation}` | `{m.clipping}` | `{m.advantage}` | "
+            f"{f'`{m.filtering}`' if m.filtering else '–'} | {mask} | {alf} | {shop} | {m.summary} |"
         )
+    return "\n".join(rows)
+
+
+def study_sources_markdown() -> str:
+    """Every study setting with its source, one row per method, env and field (for
+    ``docs/algorithms.md``); paths are in the study's repository (WillDreamer/ARLArena)."""
+    rows = ["| method | env | field | value | source |", "|---|---|---|---|---|"]
+    for name, columns in STUDY_SETTINGS.items():
+        for env in STUDY_ENVS:
+            if env not in columns:
+                rows.append(f"| {name} | {env} | – | as ALFWorld | no {env} script |")
+                continue
+            for key, setting in columns[env].items():
+                rows.append(f"| {name} | {env} | `{key}` | {setting.value} | {setting.source} |")
     return "\n".join(rows)

@@ -16,6 +16,7 @@ __all__ = [
     "ENTROPY",
     "GRAD_NORM",
     "GROUPS_FILTERED",
+    "GROUPS_TOPPED_UP",
     "KL_LOSS",
     "KL_OLD",
     "KL_REF",
@@ -61,6 +62,7 @@ STAB_OOB_HIGH_FRAC = "stability/ratio_oob_high_frac"
 
 # Pass-through counters logged beside the diagnostics.
 GROUPS_FILTERED = "rollout/groups_filtered"
+GROUPS_TOPPED_UP = "rollout/groups_topped_up"
 VALID_FORMAT_RATIO = "rollout/valid_format_ratio"
 SUCCESS_RATE = "rollout/success_rate"
 GRAD_NORM = "actor/grad_norm"

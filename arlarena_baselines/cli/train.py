@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="behaviour cloning and RL of an LLM agent",
         description="Train a policy on an ARLArena env: `sft` clones an agent's good "
         "trajectories, `rl` runs any method of METHODS, `write-configs` writes "
-        "configs/rl/<METHOD>.yaml.",
+        "configs/rl/<METHOD>.yaml and configs/rl/webshop/<METHOD>.yaml.",
     )
     sub = p.add_subparsers(dest="phase", required=True, metavar="PHASE")
     rl = sub.add_parser("rl", help="RL with a method of METHODS",
@@ -101,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     shortcuts = {k: v for k, v in _SHORTCUTS.items() if k != "--model"}
     _add_config_flags(compare, shortcuts, skip="sft", resumable=False)
     compare.set_defaults(func=run_compare)
-    write = sub.add_parser("write-configs", help="write configs/rl/<METHOD>.yaml for METHODS")
+    write = sub.add_parser("write-configs", help="write configs/rl/[webshop/]<METHOD>.yaml for METHODS")
     write.add_argument("--dir", default="configs/rl", help="target folder")
     write.set_defaults(func=run_write_configs)
 
@@ -188,9 +188,10 @@ def run_write_configs(args: argparse.Namespace) -> int:
     from arlarena_baselines.algos import METHODS
     from arlarena_baselines.trainer.config import method_config_yaml
 
-    folder = Path(args.dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in METHODS:
-        (folder / f"{name}.yaml").write_text(method_config_yaml(name))
-    print(f"wrote {len(METHODS)} configs to {folder}")
+    for env in (None, "webshop"):
+        folder = Path(args.dir) / (env or "")
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in METHODS:
+            (folder / f"{name}.yaml").write_text(method_config_yaml(name, env))
+        print(f"wrote {len(METHODS)} configs to {folder}")
     return 0

@@ -265,6 +265,7 @@ class RLTrainer:
             step_rewards=[s.reward for s in batch],
             anchors=[s.anchor for s in batch],
             entropies=[s.entropy for s in batch],
+            response_lengths=[len(s.response_ids) for s in batch],
         )
 
     def reference_log_probs(self, batch: list[StepSample]) -> list[list[float]] | None:
