@@ -69,11 +69,14 @@ def play(settings: AgentSettings, task: Task, agent: Agent, malformed_first: boo
 
 
 class ScriptedEngine:
-    """Answers OpenRLHF's ``llm_engine.generate`` calls with the given responses, in order."""
+    """Answers OpenRLHF's ``llm_engine.generate`` calls with the given responses, in order,
+    each ending with ``stop_id`` (default: the tokenizer's end-of-sequence token)."""
 
-    def __init__(self, tokenizer: Any, responses: Sequence[str]) -> None:
+    def __init__(self, tokenizer: Any, responses: Sequence[str], stop_id: int | None = None
+                 ) -> None:
         self.tokenizer = tokenizer
         self.responses = list(responses)
+        self.stop_id = tokenizer.eos_token_id if stop_id is None else stop_id
         self.calls: list[list[int]] = []
 
     async def generate(self, prompt_token_ids: list[int], sampling_params: Any,
@@ -81,7 +84,7 @@ class ScriptedEngine:
         self.calls.append(list(prompt_token_ids))
         text = self.responses[len(self.calls) - 1]
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        output = SimpleNamespace(token_ids=[*ids, self.tokenizer.eos_token_id], text=text,
+        output = SimpleNamespace(token_ids=[*ids, self.stop_id], text=text,
                                  finish_reason="stop", logprobs=None)
         return SimpleNamespace(outputs=[output])
 

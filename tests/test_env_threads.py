@@ -83,7 +83,8 @@ def test_threaded_episodes_equal_sequential_ones(name, tmp_path):
     alone = [play(settings, task, make_agent(agent)) for task in tasks]
     assert all(ref.info.get("won") for ref in alone)
 
-    together = dataclasses.replace(settings, factory=_Together(settings, threading.Barrier(THREADS, timeout=120)))
+    barrier = threading.Barrier(THREADS, timeout=120)
+    together = dataclasses.replace(settings, factory=_Together(settings, barrier))
     with ThreadPoolExecutor(THREADS) as pool:
         threaded = list(pool.map(lambda task: play(together, task, make_agent(agent)), tasks))
 

@@ -93,8 +93,9 @@ def method_policy_loss(
 
     loss = agg(ℓ_clip, m') + kl_coef · agg_r(KL(πθ‖π_ref), m) − entropy_coef · agg_r(H, m),
     where m' is ``mask`` after the method's sequence mask (if it uses one), ℓ_clip its
-    registered policy loss, agg its aggregation, agg_r that of its regularisers; the KL term needs ``ref_log_prob``, the entropy term
-    ``entropy`` (per-token entropies carrying a gradient). ``SEQS_MASKED`` counts the
+    registered policy loss, agg its aggregation, agg_r that of its regularisers; the KL
+    term needs ``ref_log_prob``, the entropy term ``entropy`` (per-token entropies carrying
+    a gradient). ``SEQS_MASKED`` counts the
     sequences the mask dropped (0 for methods without one).
 
     Args:

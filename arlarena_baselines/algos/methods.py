@@ -159,7 +159,8 @@ def study_method(name: str, env: str | None = None) -> Method:
     (0.03, 0.0003)
     """
     method = get_method(name)
-    return method.with_overrides(**{k: s.value for k, s in study_settings(method.name, env).items()})
+    settings = study_settings(method.name, env)
+    return method.with_overrides(**{k: s.value for k, s in settings.items()})
 
 
 # The parts of each method; the hyperparameters come from the study's ALFWorld column.
@@ -216,7 +217,7 @@ def method_fields(method: Method) -> list[str]:
     if method.filtering is not None:
         keys += ["top_up", "overlong_max_len"]
     keys += ["sequence_mask", "delta"] if method.sequence_mask else ["sequence_mask"]
-    return keys + ["kl_coef", "kl_estimator", "entropy_coef"]
+    return [*keys, "kl_coef", "kl_estimator", "entropy_coef"]
 
 
 def _env_cell(method: Method, base: Method, env: str) -> str:
@@ -249,6 +250,7 @@ def method_table_markdown(methods: Registry[Method] | None = None) -> str:
     ]
     for m in (methods if methods is not None else METHODS).values():
         mask = f"δ={m.delta}" if m.sequence_mask else "–"
+        filter_ = f"`{m.filtering}`" if m.filtering else "–"
         if m.name in STUDY_SETTINGS:
             alf = _env_cell(m, m, "alfworld")
             shop = _env_cell(study_method(m.name, "webshop"), m, "webshop")
@@ -256,7 +258,7 @@ def method_table_markdown(methods: Registry[Method] | None = None) -> str:
             alf = shop = "–"
         rows.append(
             f"| {m.name} | `{m.aggregation}` | `{m.clipping}` | `{m.advantage}` | "
-            f"{f'`{m.filtering}`' if m.filtering else '–'} | {mask} | {alf} | {shop} | {m.summary} |"
+            f"{filter_} | {mask} | {alf} | {shop} | {m.summary} |"
         )
     return "\n".join(rows)
 

@@ -1,4 +1,4 @@
-"""Each method as the study ran it, per env: every value with the line of the study's code it comes from.
+"""Each method as the study ran it, per env: every value with the line of code it comes from.
 
 The study (WillDreamer/ARLArena, read at commit ``dc1da9f``) sets a method's hyperparameters in
 one launch script per method and env, on top of its recipe config and the defaults of its loss

@@ -101,7 +101,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     shortcuts = {k: v for k, v in _SHORTCUTS.items() if k != "--model"}
     _add_config_flags(compare, shortcuts, skip="sft", resumable=False)
     compare.set_defaults(func=run_compare)
-    write = sub.add_parser("write-configs", help="write configs/rl/[webshop/]<METHOD>.yaml for METHODS")
+    write = sub.add_parser("write-configs",
+                           help="write configs/rl/[webshop/]<METHOD>.yaml for METHODS")
     write.add_argument("--dir", default="configs/rl", help="target folder")
     write.set_defaults(func=run_write_configs)
 

@@ -3,7 +3,7 @@
 OpenRLHF keeps one sample per episode: its ``action_mask`` has one run of ones per turn (the
 env feedback between turns is masked out). :func:`method_advantages` turns the batch into the
 step samples ARLArena's trainer works on (one per turn: episode return, group, trajectory,
-turn index, turn reward, anchor, entropy), computes the method's advantages with
+turn index, turn reward, anchor, entropy, response length), computes the method's advantages with
 :func:`~arlarena_baselines.algos.compute_advantages`, and writes each turn's value on the
 tokens of its run. Groups follow OpenRLHF's own layout (``n_samples_per_prompt`` consecutive
 samples per prompt, ``Experience.index`` their position). The per-turn rewards and anchors
@@ -52,7 +52,7 @@ def method_advantages(
     """
     columns: dict[str, list[Any]] = {
         k: [] for k in ("episode_scores", "group_ids", "traj_ids", "steps", "step_rewards",
-                        "anchors", "entropies")
+                        "anchors", "entropies", "response_lengths")
     }
     spans: list[tuple[Any, int, int, int]] = []
     for exp in experiences:
@@ -70,6 +70,7 @@ def method_advantages(
                 for key, value in zip(columns, (
                     float(exp.rewards[row]), sample // n_samples_per_prompt, sample, step,
                     float(rewards[row, step]), int(anchors[row, step]), float(surprisal),
+                    end - start,
                 ), strict=True):
                     columns[key].append(value)
                 spans.append((exp, row, start, end))

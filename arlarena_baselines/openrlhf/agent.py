@@ -34,7 +34,7 @@ import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from arlarena_baselines.openrlhf import turn_logs
-from arlarena_baselines.openrlhf.chat_turns import ChatTurns
+from arlarena_baselines.openrlhf.chat_turns import ChatTurns, generation_stop_ids
 from arlarena_baselines.openrlhf.settings import AgentSettings, task_from_label
 
 __all__ = ["AgentExecutor", "ArenaAgentInstance"]
@@ -97,12 +97,21 @@ class AgentExecutor(MultiTurnAgentExecutor):
 
     OpenRLHF builds each instance without arguments, first thing in ``execute`` (before its
     first ``await``, so concurrent calls cannot mix bindings); each call binds the instance
-    class to the chat template of the tokenizer it is given and to the settings, read once.
+    class to the chat template of the tokenizer it is given (read once per tokenizer, with
+    the model's generation-config stop ids) and to the settings, read once.
     """
 
     def __init__(self) -> None:
         super().__init__(ArenaAgentInstance)
         self.settings = AgentSettings.from_environ()
+        self._chats: dict[int, tuple[Any, ChatTurns]] = {}
+
+    def chat(self, tokenizer: Any) -> ChatTurns:
+        """The :class:`ChatTurns` of ``tokenizer`` (built on its first use)."""
+        key = id(tokenizer)
+        if key not in self._chats or self._chats[key][0] is not tokenizer:
+            self._chats[key] = (tokenizer, ChatTurns(tokenizer, generation_stop_ids(tokenizer)))
+        return self._chats[key][1]
 
     async def execute(
         self,
@@ -115,9 +124,8 @@ class AgentExecutor(MultiTurnAgentExecutor):
         images: Any = None,
     ) -> dict:
         """OpenRLHF's multi-turn loop, with episodes bound to ``hf_tokenizer``."""
-        self.agent_instance_cls = partial(
-            ArenaAgentInstance, ChatTurns(hf_tokenizer), self.settings
-        )
+        self.agent_instance_cls = partial(ArenaAgentInstance, self.chat(hf_tokenizer),
+                                          self.settings)
         return await super().execute(
             prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, images
         )

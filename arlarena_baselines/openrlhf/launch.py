@@ -9,12 +9,19 @@ every worker and names the env and the method (:mod:`.settings`). ``--dry-run`` 
 command and writes nothing. A real launch first checks the command with OpenRLHF's own
 parser (:mod:`.cli`).
 
-Settings: the method's hyperparameters come from :data:`~arlarena_baselines.algos.METHODS`
-(with the study's per-env changes in :data:`ENVS`); the rest are the defaults of
+Settings: the method's hyperparameters are the study's on the env
+(:func:`~arlarena_baselines.algos.study_method`, sent as ``ARLARENA_METHOD_OVERRIDES``: what
+differs from :data:`~arlarena_baselines.algos.METHODS`); the rest are the defaults of
 :class:`~arlarena_baselines.trainer.config.TrainConfig` (16 groups × 8 rollouts, lr 1e-6,
 one epoch, one update per rollout batch, temperature 1.0, format penalty 0.1, evaluation of
-32 held-out tasks at T = 0.6 every 10 steps, a checkpoint every 10 steps) and the turn limits
-of the env registrations. ``--data.max_len`` bounds the whole conversation of an episode.
+32 held-out tasks at T = 0.6, top-p 0.95, top-k 20 every 10 steps, a checkpoint every 10
+steps) and the turn limits of the env registrations. The run stops after ``--steps`` steps
+(``ARLARENA_STEPS``); the plug-in draws and filters each step's groups with the method's own
+rule (:mod:`.sampling`), so OpenRLHF's dynamic filtering stays off. ``--data.max_len`` bounds
+the whole conversation of an episode; envs whose episodes reach 16K tokens or more train with
+ring attention over packed samples (:attr:`EnvRun.ring_attn_size`), so that no GPU holds the
+logits of more than 8K tokens (see :mod:`.sizing`). vLLM's prefix cache is on: each turn
+re-sends the whole conversation, and the cache is reset at every weight sync.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arlarena_baselines.algos import Method, get_method
+from arlarena_baselines.algos import Method, get_method, method_fields, study_method
 from arlarena_baselines.openrlhf import settings
 from arlarena_baselines.openrlhf.settings import Task
 from arlarena_baselines.trainer.config import TrainConfig
@@ -57,17 +64,19 @@ class EnvRun:
     """How one env trains under OpenRLHF.
 
     Attributes:
-        env: the name :class:`~arlarena_baselines.rollout.envs.EnvFactory` takes.
+        env: the name :class:`~arlarena_baselines.rollout.envs.EnvFactory` takes (it also
+            picks the study's settings, :func:`~arlarena_baselines.algos.study_env`).
         max_len: tokens of a whole episode (first prompt + every response and feedback).
         train_options, eval_options: reset options of the training and held-out tasks.
-        method_overrides: the study's per-env changes to a method (by method name).
+        ring_attn_size: GPUs that share one packed micro-batch (ring attention), so that each
+            holds ``max_len / ring_attn_size`` tokens of it.
     """
 
     env: str
     max_len: int
     train_options: dict[str, Any] = field(default_factory=dict)
     eval_options: dict[str, Any] = field(default_factory=dict)
-    method_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ring_attn_size: int = 1
 
     @property
     def max_turns(self) -> int:
@@ -75,15 +84,13 @@ class EnvRun:
         return ENV_SPECS[resolve_env_id(self.env)].max_episode_steps
 
 
-_WEBSHOP_SAMPO = {"SAMPO": {"gigpo_mode": "mean_norm", "cold_start_steps": 5}}
-
 ENVS: dict[str, EnvRun] = {
     "sokoban": EnvRun("sokoban", 8192),
     "alfworld": EnvRun("alfworld", 32768, {"split": "train"},
-                       {"split": "eval_out_of_distribution"}),
-    "webshop": EnvRun("webshop", 16384, {"split": "train"}, {"split": "eval"}, _WEBSHOP_SAMPO),
+                       {"split": "eval_out_of_distribution"}, ring_attn_size=4),
+    "webshop": EnvRun("webshop", 16384, {"split": "train"}, {"split": "eval"}, ring_attn_size=2),
     "webshop-small": EnvRun("ARLArena/WebShop-Small-v0", 16384, {"split": "train"},
-                            {"split": "eval"}, _WEBSHOP_SAMPO),
+                            {"split": "eval"}, ring_attn_size=2),
     "math": EnvRun("math", 8192, {"dataset": "train"}, {"dataset": "gen_eval"}),
     "bandit": EnvRun("ARLArena/Bandit-v0", 4096),
 }
@@ -109,14 +116,16 @@ class Launch:
         return ENVS[self.env]
 
     @property
-    def overrides(self) -> dict[str, Any]:
-        """The study's changes to the method on this env."""
-        return self.run.method_overrides.get(get_method(self.method).name, {})
+    def resolved(self) -> Method:
+        """The method at the study's settings on this env."""
+        return study_method(self.method, self.run.env)
 
     @property
-    def resolved(self) -> Method:
-        """The method with this env's changes."""
-        return get_method(self.method).with_overrides(**self.overrides)
+    def overrides(self) -> dict[str, Any]:
+        """What the study changes on this env from the method of ``METHODS``."""
+        base, method = get_method(self.method), self.resolved
+        return {k: getattr(method, k) for k in method_fields(method)
+                if getattr(method, k) != getattr(base, k)}
 
     @property
     def out_dir(self) -> Path:
@@ -149,13 +158,22 @@ def _method_flags(m: Method) -> list[str]:
         "token-mean" if m.aggregation == "token-mean" else "seq-mean-token-mean",
         "--algo.kl.use_loss", "--algo.kl.init_coef", str(m.kl_coef),
         "--algo.kl.estimator", m.kl_estimator,
-        "--actor.entropy_coef", str(m.entropy_coef),
     ]
+    # Any value, 0 included, makes OpenRLHF compute the full-vocabulary entropy of every token.
+    if m.entropy_coef:
+        flags += ["--actor.entropy_coef", str(m.entropy_coef)]
     if m.dual_clip is not None:
         flags += ["--actor.dual_clip", str(m.dual_clip)]
-    if m.filtering is not None:  # OpenRLHF's filter: keep groups whose mean success is in (0, 1)
-        flags += ["--algo.dynamic_filtering_enable", "--algo.dynamic_filtering_range", "0", "1"]
     return flags
+
+
+def _ring_flags(run: EnvRun, gpus: int) -> list[str]:
+    if run.ring_attn_size == 1:
+        return []
+    if gpus % run.ring_attn_size:
+        raise ValueError(f"{run.env} trains with ring attention over {run.ring_attn_size} GPUs: "
+                         f"the GPU count ({gpus}) must be a multiple of it")
+    return ["--ds.ring_attn_size", str(run.ring_attn_size), "--ds.packing_samples"]
 
 
 def openrlhf_args(launch: Launch) -> list[str]:
@@ -174,10 +192,11 @@ def openrlhf_args(launch: Launch) -> list[str]:
         str(launch.gpus_per_node),
         "--ref.num_nodes", str(launch.nodes), "--ref.num_gpus_per_node", str(launch.gpus_per_node),
         "--vllm.num_engines", str(gpus), "--vllm.tensor_parallel_size", "1",
-        "--vllm.gpu_memory_utilization", "0.5",
+        "--vllm.gpu_memory_utilization", "0.5", "--vllm.enable_prefix_caching",
         "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
         "--ds.zero_stage", "3", "--ds.param_dtype", "bf16",
         "--actor.gradient_checkpointing_enable",
+        *_ring_flags(run, gpus),
         "--rollout.batch_size", str(c.rollout.n_groups),
         "--rollout.n_samples_per_prompt", str(c.rollout.group_size),
         "--train.batch_size", str(samples),
@@ -211,6 +230,9 @@ def runtime_env(launch: Launch) -> dict[str, Any]:
         settings.FORMAT_PENALTY: str(c.rollout.format_penalty),
         settings.MAX_TURNS: str(run.max_turns),
         settings.METHOD: launch.resolved.name,
+        settings.STEPS: str(launch.steps),
+        settings.EVAL_TOP_P: str(c.eval.top_p),
+        settings.EVAL_TOP_K: str(c.eval.top_k),
     }
     if launch.overrides:
         env_vars[settings.METHOD_OVERRIDES] = json.dumps(launch.overrides)
@@ -238,7 +260,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=Launch.nodes)
     p.add_argument("--gpus-per-node", type=int, default=Launch.gpus_per_node)
     p.add_argument("--steps", type=int, default=Launch.steps,
-                   help="training steps the task dataset is sized for")
+                   help="training steps; the run stops after them")
     p.add_argument("--out", default=None, help="run folder, on storage every node sees "
                    "(default runs/openrlhf/ENV-METHOD)")
     p.add_argument("--address", default=Launch.address, help="the Ray dashboard address")

@@ -14,7 +14,11 @@ sets these job-wide through ``ray job submit --runtime-env-json '{"env_vars": ..
 - ``ARLARENA_METHOD``: a method of :data:`~arlarena_baselines.algos.METHODS`; unset, the
   plugin leaves OpenRLHF's loss and advantages alone and the agent sends no per-turn columns;
 - ``ARLARENA_METHOD_OVERRIDES``: JSON changes to the method's hyperparameters
-  (``{"gigpo_mode": "mean_norm"}``).
+  (``{"gigpo_mode": "mean_norm"}``);
+- ``ARLARENA_STEPS``: training steps; the run stops after that many (default: when the task
+  dataset runs out, as OpenRLHF does);
+- ``ARLARENA_EVAL_TOP_P``, ``ARLARENA_EVAL_TOP_K``: nucleus and top-k sampling of the periodic
+  evaluation (OpenRLHF has flags for its temperature only; default: the rollout's).
 
 Each task (a row of the prompt dataset) names its env seed in its label: ``{"seed": 17}``,
 optionally with reset ``"options"``, or a bare integer.
@@ -34,13 +38,17 @@ from arlarena_baselines.rollout.envs import EnvFactory
 __all__ = [
     "ENV",
     "ENV_KWARGS",
+    "EVAL_TOP_K",
+    "EVAL_TOP_P",
     "FORMAT_PENALTY",
     "HISTORY_LENGTH",
     "MAX_TURNS",
     "METHOD",
     "METHOD_OVERRIDES",
+    "STEPS",
     "TEMPLATE",
     "AgentSettings",
+    "RunSettings",
     "Task",
     "method_from_environ",
     "task_from_label",
@@ -54,6 +62,9 @@ TEMPLATE = "ARLARENA_TEMPLATE"
 MAX_TURNS = "ARLARENA_MAX_TURNS"
 METHOD = "ARLARENA_METHOD"
 METHOD_OVERRIDES = "ARLARENA_METHOD_OVERRIDES"
+STEPS = "ARLARENA_STEPS"
+EVAL_TOP_P = "ARLARENA_EVAL_TOP_P"
+EVAL_TOP_K = "ARLARENA_EVAL_TOP_K"
 
 
 def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
@@ -91,6 +102,28 @@ class AgentSettings:
         )
         max_turns = environ.get(MAX_TURNS)
         return cls(factory, int(max_turns) if max_turns else None, bool(environ.get(METHOD)))
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the trainer-side patches read: the step budget and the evaluation's sampling.
+
+    >>> RunSettings.from_environ({"ARLARENA_STEPS": "150", "ARLARENA_EVAL_TOP_K": "20"})
+    RunSettings(steps=150, eval_top_p=None, eval_top_k=20)
+    """
+
+    steps: int | None = None
+    eval_top_p: float | None = None
+    eval_top_k: int | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> RunSettings:
+        """Read ``ARLARENA_STEPS``, ``ARLARENA_EVAL_TOP_P`` and ``ARLARENA_EVAL_TOP_K``."""
+        def read(name: str, kind: type) -> Any:
+            value = environ.get(name)
+            return kind(value) if value else None
+
+        return cls(read(STEPS, int), read(EVAL_TOP_P, float), read(EVAL_TOP_K, int))
 
 
 def method_from_environ(environ: Mapping[str, str] = os.environ) -> Method | None:
