@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip("openrlhf.utils.agent")
 
-from transformers import AutoTokenizer, GenerationConfig  # noqa: E402
+from transformers import AutoTokenizer, GenerationConfig
 
-from arlarena_baselines.openrlhf.chat_turns import ChatTurns, generation_stop_ids  # noqa: E402
-from arlarena_baselines.openrlhf.settings import AgentSettings, Task  # noqa: E402
-from arlarena_baselines.trainer.models import smollm2_tokenizer  # noqa: E402
-from tests.openrlhf_scripted import ScriptedEngine, play  # noqa: E402
-from wrappers.agents.base import make_agent  # noqa: E402
+from arlarena_baselines.openrlhf.chat_turns import ChatTurns, generation_stop_ids
+from arlarena_baselines.openrlhf.settings import AgentSettings, Task
+from arlarena_baselines.trainer.models import smollm2_tokenizer
+from tests.openrlhf_scripted import ScriptedEngine, play
+from wrappers.agents.base import make_agent
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
           "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

@@ -16,12 +16,20 @@ PEFT and Ray are real; flash-attn and vLLM, GPU-only, are stubbed at import time
 
 Without ``ARLARENA_METHOD`` the patched loss is OpenRLHF's: it equals an unpatched
 ``PolicyLoss`` in this process.
+
+A step's samples (:mod:`arlarena_baselines.openrlhf.sampling`) are drawn here through
+OpenRLHF's own ``SamplesGenerator`` (its ``_generate_vllm`` and
+``_process_response_into_experience``, on real Ray object refs), the vLLM engines replaced by
+a stand-in that answers each prompt with scripted episode returns: the library's filter rule
+with cold start, round limit and top-up, the step budget, and the evaluation's sampling and
+metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -36,17 +44,33 @@ from tests.openrlhf_cpu import gpu_only_stubs  # noqa: E402
 
 with gpu_only_stubs():
     from openrlhf.models.loss import PolicyLoss
+    from openrlhf.trainer import ppo_trainer
+    from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 
 import wrappers.agents  # noqa: E402, F401  (registers the scripted agents)
 from arlarena_baselines.algos import (  # noqa: E402
     compute_advantages,
     get_method,
     method_policy_loss,
+    study_method,
 )
+from arlarena_baselines.algos import metric_names as mn  # noqa: E402
+from arlarena_baselines.openrlhf import sampling, turn_logs  # noqa: E402
 from arlarena_baselines.openrlhf.agent import AgentExecutor  # noqa: E402
 from arlarena_baselines.openrlhf.cli import parse_train_args  # noqa: E402
-from arlarena_baselines.openrlhf.launch import SETUP_HOOK, Launch, openrlhf_args  # noqa: E402
-from arlarena_baselines.openrlhf.settings import AgentSettings, Task  # noqa: E402
+from arlarena_baselines.openrlhf.launch import (  # noqa: E402
+    SETUP_HOOK,
+    Launch,
+    openrlhf_args,
+    runtime_env,
+)
+from arlarena_baselines.openrlhf.settings import (  # noqa: E402
+    AgentSettings,
+    RunSettings,
+    Task,
+    task_from_label,
+)
+from arlarena_baselines.trainer import keys  # noqa: E402
 from arlarena_baselines.trainer.models import smollm2_tokenizer  # noqa: E402
 from tests.openrlhf_scripted import play, run_executor  # noqa: E402
 from wrappers.agents.base import make_agent  # noqa: E402
@@ -63,6 +87,7 @@ class OpenRLHFWorker:
 
         with gpu_only_stubs():
             from openrlhf.models import loss
+            from openrlhf.trainer import ppo_trainer  # noqa: F401  (patched on import)
             from openrlhf.trainer.ppo_utils import (
                 experience_maker,
                 kl_controller,
@@ -176,7 +201,7 @@ def _norms(inputs: dict) -> dict:
 
 
 def test_the_setup_hook_patches_openrlhf_in_the_worker(worker):
-    assert ray.get(worker.patched.remote()) == [True, True]
+    assert ray.get(worker.patched.remote()) == [True] * 6
 
 
 @pytest.mark.parametrize("method", ["GRPO", "GRPO_ST", "GSPO", "DAPO_GRPO", "GiGPO", "SAMPO"])
@@ -286,3 +311,114 @@ def test_advantages_are_the_methods_per_turn(worker, episodes, method):
     for (mask, advantages, _), covered in zip(rows, seen, strict=True):
         assert torch.equal(mask.bool(), covered.bool())  # every response token, nothing else
         assert advantages[~mask.bool()].abs().sum() == 0
+
+
+# -- A step's samples (sampling.py) in OpenRLHF's own SamplesGenerator, in this process --
+N = 2  # episodes per task in the sampling tests
+
+
+def episode(label: str, sample: int, reward: float, score: float | None = None) -> dict:
+    """One episode as OpenRLHF's agent executor returns it."""
+    return {"prompt": f"task {label}", "label": label, "images": None, "mm_train_inputs": None,
+            "reward": reward, "scores": reward if score is None else score,
+            "observation_tokens": [5, 6, 7, 8, 9],
+            "action_ranges": [(2, 4)], "rollout_log_probs": None, "truncated": False,
+            "extra_logs": {turn_logs.SUCCESS: float(reward == 1.0), "sample": float(sample)}}
+
+
+def generator(method: str, tasks: list[tuple[float, ...]], env: str = "sokoban") -> tuple:
+    """OpenRLHF's generator over ``tasks`` (each: its episodes' returns), N episodes each."""
+    args = parse_train_args(openrlhf_args(Launch(env, method)))
+    args.rollout.batch_size, args.rollout.n_samples_per_prompt = 4, N
+    labels = [Task(seed).label() for seed in range(len(tasks))]
+    loader = [(["sokoban"], [f"task {label}"], [label], [None]) for label in labels]
+    gen = SamplesGenerator(SimpleNamespace(args=args), loader, None, None, [])
+    returns = dict(zip(labels, tasks, strict=True))
+    gen._dispatch_prompts_to_vllm = lambda prompts, labels, images=None, **kw: [
+        ray.put([episode(label, k, returns[label][k]) for k in range(N)]) for label in labels
+    ]
+    return gen, args
+
+
+def seeds(samples: list) -> list[int]:
+    return [task_from_label(s.labels[0]).seed for s in samples]
+
+
+# Four tasks a round; (1, 0) differs, (1, 1) and (0, 0) are all-equal groups.
+ROUND_1 = [(1, 0), (1, 1), (0, 0), (0.5, 1)]  # tasks 0-3: 2 pass
+ROUND_2 = [(1, 1), (0, 0), (0, 0), (1, 1)]  # tasks 4-7: none
+ROUND_3 = [(0, 0), (0, 1), (1, 1), (1, 1)]  # tasks 8-11: 1 passes, 1 tops up
+
+
+def test_a_filtered_step_is_the_librarys_rule_topped_up_to_the_batch(worker):
+    gen, _ = generator("DAPO_GRPO", ROUND_1 + ROUND_2 + ROUND_3)
+    sampling.resume_step(gen, 15)  # past DAPO_GRPO's 15 cold-start steps on ALFWorld's column
+    kept, pass_rate, consumed, done = sampling.step_samples(
+        gen, get_method("DAPO_GRPO"), RunSettings(steps=100))
+    # Tasks 0 and 3, then task 9, then one all-equal group of the last round (the first to
+    # come back: OpenRLHF keeps episodes in the order they finish).
+    tasks = set(seeds(kept))
+    assert len(tasks) == 4 and {0, 3, 9} < tasks and (tasks - {0, 3, 9}) < {8, 10, 11}
+    assert len(kept) == 4 * N
+    for start in range(0, len(kept), N):  # whole groups, N consecutive samples each
+        assert len({s.labels[0] for s in kept[start:start + N]}) == 1
+    assert consumed == 12 and not done
+    assert pass_rate == pytest.approx(100 * 3 / 12)
+    info = kept[0].info
+    assert float(info[keys.ROUNDS][0]) == 3 and float(info[keys.KEPT_GROUPS][0]) == 4
+    assert float(info[mn.GROUPS_FILTERED][0]) == 8 and float(info[mn.GROUPS_TOPPED_UP][0]) == 1
+
+
+def test_returns_not_scores_decide(worker):
+    # WebShop-like: equal fractional scores of 0.5 (OpenRLHF's (0, 1) range would keep them),
+    # and a group that always succeeds with different returns (OpenRLHF would drop it).
+    gen, _ = generator("DAPO_GRPO", [(0.5, 0.5), (1.0, 0.9), (0.5, 0.5), (0.2, 0.2)])
+    method = study_method("DAPO_GRPO", "webshop").with_overrides(max_num_gen_batches=2,
+                                                                 top_up=False)
+    kept, *_ = sampling.step_samples(gen, method, RunSettings())
+    assert sorted(set(seeds(kept))) == [1]
+
+
+def test_cold_start_and_plain_methods_keep_one_round(worker):
+    for method, step in (("DAPO_GRPO", 0), ("GRPO", 40)):
+        gen, _ = generator(method, ROUND_1 + ROUND_2)
+        sampling.resume_step(gen, step)
+        kept, pass_rate, consumed, _ = sampling.step_samples(gen, get_method(method),
+                                                             RunSettings())
+        assert sorted(seeds(kept)) == [s for s in range(4) for _ in range(N)]
+        assert consumed == 4 and pass_rate is None
+
+
+def test_the_run_stops_after_the_configured_steps(worker):
+    gen, _ = generator("GRPO", [(1, 0)] * 40)
+    settings, trained = RunSettings(steps=3), 0
+    while True:  # OpenRLHF's fit loop: train on what comes, stop when exhausted
+        kept, _, _, exhausted = sampling.step_samples(gen, get_method("GRPO"), settings)
+        trained += bool(kept)
+        if exhausted:
+            break
+    assert trained == 3
+    resumed, _ = generator("GRPO", [(1, 0)] * 40)
+    sampling.resume_step(resumed, 3)  # a relaunch after the last checkpoint: nothing left
+    assert sampling.step_samples(resumed, get_method("GRPO"), settings) == ([], None, 0, True)
+    short, _ = generator("GRPO", [(1, 0)] * 6)  # the dataset runs out first
+    assert sampling.step_samples(short, get_method("GRPO"), RunSettings(steps=9))[3] is False
+    assert sampling.step_samples(short, get_method("GRPO"), RunSettings(steps=9))[3] is True
+
+
+def test_evaluation_samples_like_the_study_and_logs_success_and_score():
+    settings = RunSettings.from_environ(runtime_env(Launch("sokoban", "GRPO"))["env_vars"])
+    kwargs = sampling.eval_sampling({"temperature": 0.6, "top_p": 1.0, "max_len": 8192},
+                                    settings)
+    assert kwargs == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "max_len": 8192}
+    episodes = [(1.0, 1.0), (0.0, 0.25), (-0.1, 0.0), (0.9, 0.9)]  # (return, score)
+    samples = [SamplesGenerator._process_response_into_experience(None, episode(
+        Task(t).label(), 0, r, s)) for t, (r, s) in enumerate(episodes)]
+    loader = [(["sokoban"], [s.prompts[0]], [s.labels[0]], [None]) for s in samples]
+    logs = sampling.eval_metrics(ppo_trainer.compute_eval_metrics(loader, samples, 1), samples)
+    assert logs["eval_sokoban_pass1"] == pytest.approx(0.45)  # OpenRLHF's: the mean return
+    assert logs[sampling.EVAL_SUCCESS] == 0.25
+    assert logs[sampling.EVAL_SCORE] == pytest.approx(0.5375)
+    assert logs[sampling.EVAL_RETURN] == pytest.approx(0.45)
+    assert (sampling.EVAL_SUCCESS, sampling.EVAL_SCORE) == ("success_rate", "score")
+    assert sampling.eval_metrics({"x": 1}, []) == {"x": 1}

@@ -87,7 +87,7 @@ def step_samples(generator: Any, method: Method, settings: RunSettings,
     for experience in kept:
         experience.info.update({k: torch.tensor([float(v)]) for k, v in logs.items()})
     passed = sampler.kept_groups - sampler.topped_up_groups
-    pass_rate = 100.0 * passed / seen if seen and method.filtering is not None else None
+    pass_rate = 100.0 * passed / seen if seen and sampler.filter_fn is not None else None
     done = drained or (settings.steps is not None and step + 1 >= settings.steps)
     return kept, pass_rate, consumed, done
 
