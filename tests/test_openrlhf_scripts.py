@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("openrlhf")
 
-from arlarena_baselines.algos import METHODS, get_method
+from arlarena_baselines.algos import METHODS, get_method, study_method
 from arlarena_baselines.openrlhf import launch
 from arlarena_baselines.openrlhf.cli import OpenRLHFArgumentError, parse_train_args
 from arlarena_baselines.openrlhf.settings import task_from_label
@@ -53,7 +53,8 @@ def test_every_method_gives_a_command_openrlhf_accepts(env, tmp_path):
     for name in METHODS:
         runtime_env, argv = split(dry_run(env, name, "--out", str(out)))
         args = parse_train_args(argv)
-        method = get_method(name).with_overrides(**launch.Launch(env, name).overrides)
+        method = study_method(name, launch.ENVS[env].env)
+        assert method == get_method(name).with_overrides(**launch.Launch(env, name).overrides)
         env_vars = runtime_env["env_vars"]
 
         assert runtime_env["worker_process_setup_hook"] == launch.SETUP_HOOK
@@ -70,6 +71,10 @@ def test_every_method_gives_a_command_openrlhf_accepts(env, tmp_path):
         assert (args.rollout.batch_size, args.rollout.n_samples_per_prompt) == (16, 8)
         assert args.train.batch_size == 128 and args.actor.adam.lr == 1e-6
         assert args.rollout.temperature == 1.0 and args.eval.temperature == 0.6
+        assert (env_vars["ARLARENA_EVAL_TOP_P"], env_vars["ARLARENA_EVAL_TOP_K"]) == ("0.95",
+                                                                                   "20")
+        assert int(env_vars["ARLARENA_STEPS"]) == launch.Launch.steps
+        assert args.vllm.enable_prefix_caching
         # the method's own hyperparameters
         assert args.actor.eps_clip_low_high == [method.clip_low, method.clip_high]
         assert args.actor.dual_clip == method.dual_clip
@@ -78,17 +83,42 @@ def test_every_method_gives_a_command_openrlhf_accepts(env, tmp_path):
         assert args.algo.kl.use_loss and args.algo.kl.init_coef == method.kl_coef
         assert args.algo.kl.estimator == method.kl_estimator
         assert args.actor.entropy_coef == method.entropy_coef
-        assert args.algo.dynamic_filtering_enable == (method.filtering is not None)
+        # the plug-in filters with the method's rule: OpenRLHF's filter stays off
+        assert not args.algo.dynamic_filtering_enable
         assert args.data.max_len == launch.ENVS[env].max_len
+        # no GPU holds the logits of more than 8K tokens of an episode
+        assert args.ds.ring_attn_size == launch.ENVS[env].ring_attn_size
+        assert args.data.max_len // args.ds.ring_attn_size <= 8192
+        assert args.ds.packing_samples == (args.ds.ring_attn_size > 1)
         assert Path(args.ckpt.path).parent == out and Path(args.ckpt.output_dir).parent == out
     assert not out.exists()  # a dry run writes nothing
 
 
-def test_webshop_uses_the_studys_sampo_settings():
+def test_webshop_uses_the_studys_webshop_settings():
     env_vars = split(dry_run("webshop", "sampo"))[0]["env_vars"]
     assert json.loads(env_vars["ARLARENA_METHOD_OVERRIDES"]) == \
         {"gigpo_mode": "mean_norm", "cold_start_steps": 5}
     assert "ARLARENA_METHOD_OVERRIDES" not in split(dry_run("alfworld", "sampo"))[0]["env_vars"]
+    runtime_env, argv = split(dry_run("webshop-small", "GSPO"))
+    assert json.loads(runtime_env["env_vars"]["ARLARENA_METHOD_OVERRIDES"]) == {
+        "regularizer_aggregation": "seq-mean-token-mean", "clip_low": 0.03, "clip_high": 0.04}
+    assert parse_train_args(argv).actor.eps_clip_low_high == [0.03, 0.04]
+
+
+def test_the_entropy_flag_only_when_its_coefficient_is_not_zero(monkeypatch):
+    # Any --actor.entropy_coef, 0 included, makes OpenRLHF build the full-vocabulary softmax.
+    zero = get_method("GRPO").with_overrides(entropy_coef=0.0)
+    monkeypatch.setattr(launch, "study_method", lambda name, env: zero)
+    argv = launch.openrlhf_args(launch.Launch("sokoban", "GRPO"))
+    assert "--actor.entropy_coef" not in argv
+    assert parse_train_args(argv).actor.entropy_coef is None
+
+
+def test_ring_attention_needs_a_multiple_of_its_size():
+    with pytest.raises(ValueError, match="multiple"):
+        launch.openrlhf_args(launch.Launch("alfworld", "GRPO", gpus_per_node=2))
+    argv = launch.openrlhf_args(launch.Launch("alfworld", "GRPO", nodes=1, gpus_per_node=4))
+    assert parse_train_args(argv).ds.ring_attn_size == 4
 
 
 def test_cluster_shape_and_extra_flags_reach_openrlhf():
@@ -114,7 +144,8 @@ def test_the_shell_script_prints_the_same_command():
 
 def test_task_datasets(tmp_path):
     run = launch.Launch("webshop", "DAPO_GRPO", steps=3)
-    assert run.train_tasks == 3 * 16 * 3  # filtering methods draw replacement tasks
+    assert run.train_tasks == 3 * 16 * 2  # the study's 2 rounds on WebShop: up to 2 × 16 tasks
+    assert launch.Launch("alfworld", "DAPO_GRPO", steps=3).train_tasks == 3 * 16 * 3
     assert launch.Launch("webshop", "GRPO", steps=3).train_tasks == 3 * 16
     path = launch.write_tasks(tmp_path / "train.jsonl", "webshop", range(5, 9), {"split": "eval"})
     rows = [json.loads(line) for line in path.read_text().splitlines()]
