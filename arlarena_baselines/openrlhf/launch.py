@@ -85,14 +85,14 @@ class EnvRun:
 
 
 ENVS: dict[str, EnvRun] = {
-    "sokoban": EnvRun("sokoban", 8192),
+    "sokoban": EnvRun("sokoban", 16384, ring_attn_size=2),
     "alfworld": EnvRun("alfworld", 32768, {"split": "train"},
                        {"split": "eval_out_of_distribution"}, ring_attn_size=4),
     "webshop": EnvRun("webshop", 16384, {"split": "train"}, {"split": "eval"}, ring_attn_size=2),
     "webshop-small": EnvRun("ARLArena/WebShop-Small-v0", 16384, {"split": "train"},
                             {"split": "eval"}, ring_attn_size=2),
     "math": EnvRun("math", 8192, {"dataset": "train"}, {"dataset": "gen_eval"}),
-    "bandit": EnvRun("ARLArena/Bandit-v0", 4096),
+    "bandit": EnvRun("ARLArena/Bandit-v0", 8192),
 }
 
 
