@@ -8,6 +8,9 @@ its config: clip 0.2 / 0.2 (CFG:62-63), dual clip 3.0 (CFG:64), token-mean (CFG:
 0.001 (CFG:66). Every script sets kl_loss_coef=0.01 with kl_loss_type=low_var_kl (k3).
 """
 
+import re
+from pathlib import Path
+
 import pytest
 
 from arlarena_baselines.algos import (
@@ -110,3 +113,26 @@ def test_tables_mark_paper_only_methods_and_list_sources():
     sources = study_sources_markdown()
     assert "| GSPO | webshop | `clip_low` | 0.03 | examples/shop_agent_trainer/Qwen3_4B/" \
         "train_gspo.sh:81 |" in sources
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _between(text: str, name: str) -> str:
+    start, end = f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
+    return text[text.index(start) + len(start):text.index(end)]
+
+
+def test_the_docs_hold_the_generated_tables():
+    assert _between((ROOT / "docs" / "algorithms.md").read_text(), "study-sources") == \
+        study_sources_markdown()
+    assert _between((ROOT / "README.md").read_text(), "method-table") == method_table_markdown()
+
+
+def test_every_docs_reference_resolves_inside_the_repository():
+    pattern = re.compile(r"\bdocs/[\w./-]+\.(?:md|png)")
+    files = [p for ext in ("py", "md", "yaml", "sh", "cfg") for p in ROOT.rglob(f"*.{ext}")
+             if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)]
+    refs = {m for path in files for m in pattern.findall(path.read_text(errors="replace"))}
+    assert "docs/algorithms.md" in refs
+    assert [r for r in sorted(refs) if not (ROOT / r).is_file()] == []
