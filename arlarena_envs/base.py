@@ -1,29 +1,47 @@
-"""The text-env contract every ARLArena environment follows.
+"""The text-env contract every ARLArena environment follows, and its one rule for text.
 
 Holds:
-    * :data:`TEXT_CHARSET` and :func:`text_space` -- a ``gymnasium.spaces.Text`` that admits any
-      printable unicode, because LLM observations and actions are free text.
+    * :data:`TEXT_CHARSET` (:class:`TextCharset`) and :class:`TextSpace` / :func:`text_space`
+      -- a ``gymnasium.spaces.Text`` over every character UTF-8 can encode except control
+      characters (tab and newline excepted), because LLM observations and actions are free text:
+      emoji, CJK outside the BMP, accents and maths symbols all belong.
+    * :func:`clean_text` -- the one rule that makes any ``str`` a member of that space: line
+      breaks ``\\r\\n`` and ``\\r`` become ``\\n``, lone surrogates U+FFFD (split pairs are joined,
+      :func:`repair_surrogates`), other control characters (NUL, C0 but tab and newline, DEL, C1)
+      the escape ``\\xNN``; with a limit, too long a text loses its middle.
     * :class:`TextEnv` -- the base class: string observations and actions, an ``info`` dict with
       ``task``, ``admissible_actions``, ``won``, ``anchor`` (and ``action_is_valid`` after a step),
-      and the :meth:`TextEnv.expert_action` hook privileged agents use.
-    * :func:`coerce_action` -- turns whatever a caller passes as an action into a bounded ``str``
-      so that hostile input (bytes, huge strings, ``None``) never raises inside an env.
+      and the :meth:`TextEnv.expert_action` hook privileged agents use. It is the env's text
+      boundary: every subclass's ``step`` gets its action through :func:`coerce_action`, and
+      what ``reset``, ``step`` and ``render`` return goes through :func:`clean_text`.
+    * :func:`coerce_action` -- turns whatever a caller passes as an action into a bounded, clean
+      ``str`` so that hostile input (bytes, huge strings, ``None``, NUL, lone surrogates) never
+      raises inside an env.
 """
 
 from __future__ import annotations
 
-import sys
+import functools
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Set
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
+from gymnasium.spaces.space import Space
 
 __all__ = [
     "MAX_ACTION_CHARS",
     "MAX_OBS_CHARS",
     "TEXT_CHARSET",
+    "TextCharset",
     "TextEnv",
+    "TextSpace",
+    "clean_text",
     "coerce_action",
+    "repair_surrogates",
     "text_space",
 ]
 
@@ -33,27 +51,191 @@ MAX_OBS_CHARS = 100_000
 MAX_ACTION_CHARS = 1_000_000
 """Actions longer than this are cut before parsing: no env needs more, and it bounds work."""
 
-
-def _printable_charset() -> frozenset[str]:
-    # Every printable code point of the Basic Multilingual Plane plus newline and tab: enough for
-    # any language, box-drawing grids and LaTeX, while keeping the space's sampling well defined.
-    chars = {chr(c) for c in range(sys.maxunicode if sys.maxunicode < 0x10000 else 0x10000)}
-    return frozenset(c for c in chars if c.isprintable()) | {"\n", "\t"}
-
-
-TEXT_CHARSET: frozenset[str] = _printable_charset()
+_RANGES = ((0x09, 0x0A), (0x20, 0x7E), (0xA0, 0xD7FF), (0xE000, 0x10FFFF))
+"""The admitted code points, as inclusive ranges: all of Unicode but the surrogates (UTF-8
+cannot encode them) and the control characters other than tab and newline."""
+_STARTS = tuple(np.cumsum([0] + [hi - lo + 1 for lo, hi in _RANGES])[:-1].tolist())
+_CLASS = "".join(re.escape(chr(lo)) + "-" + re.escape(chr(hi)) for lo, hi in _RANGES)
+_OUTSIDE = re.compile(f"[^{_CLASS}]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def text_space(max_length: int = MAX_OBS_CHARS) -> spaces.Text:
-    """A ``Text`` space of any printable unicode up to ``max_length`` characters."""
-    return spaces.Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+class TextCharset(Set[str]):
+    """The characters of :data:`TEXT_CHARSET`, defined by rule (1,112,001 code points).
+
+    A ``Set`` that is never materialised: membership is one comparison, :meth:`index` and
+    :meth:`at` number the characters in code-point order (what ``Text`` flattening and
+    :class:`TextSpace` sampling need).
+    """
+
+    def __contains__(self, char: object) -> bool:
+        return isinstance(char, str) and len(char) == 1 and _OUTSIDE.match(char) is None
+
+    def __len__(self) -> int:
+        lo, hi = _RANGES[-1]
+        return _STARTS[-1] + hi - lo + 1
+
+    def __iter__(self) -> Iterator[str]:
+        for lo, hi in _RANGES:
+            yield from map(chr, range(lo, hi + 1))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TextCharset) or Set.__eq__(self, other)
+
+    __hash__ = Set._hash
+
+    def index(self, char: str) -> int:
+        """The position of ``char`` in code-point order (``KeyError`` if it is not admitted)."""
+        if char not in self:
+            raise KeyError(char)
+        code = ord(char)
+        k = bisect_right([lo for lo, _ in _RANGES], code) - 1
+        return _STARTS[k] + code - _RANGES[k][0]
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """The code points at ``positions`` (the inverse of :meth:`index`, vectorised)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        k = np.searchsorted(_STARTS, positions, side="right") - 1
+        return np.asarray([lo for lo, _ in _RANGES])[k] + positions - np.asarray(_STARTS)[k]
+
+
+TEXT_CHARSET = TextCharset()
+"""Every character an observation or action may hold (see :class:`TextCharset`)."""
+
+
+class TextSpace(spaces.Text):
+    """A ``Text`` space over :data:`TEXT_CHARSET`: free text as real models write it.
+
+    It behaves as ``Text(max_length, min_length=..., charset=TEXT_CHARSET)`` would, without
+    building Gymnasium's per-character tables for a million characters: ``contains`` is one
+    regular-expression pass, ``sample`` draws code points uniformly from the admitted ranges,
+    and the character list is built only if asked for (character masks, ``unflatten``).
+    """
+
+    def __init__(
+        self, max_length: int, *, min_length: int = 0, seed: int | np.random.Generator | None = None
+    ) -> None:
+        if not 0 <= min_length <= max_length:
+            raise ValueError(f"need 0 <= min_length <= max_length, got {min_length}, {max_length}")
+        self.min_length, self.max_length = int(min_length), int(max_length)
+        Space.__init__(self, dtype=str, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return (
+            isinstance(x, str)
+            and self.min_length <= len(x) <= self.max_length
+            and _OUTSIDE.search(x) is None
+        )
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """A random string; a ``(length, None)`` mask fixes its length (character masks work
+        as in ``Text`` but build the million-entry character list)."""
+        given = mask if mask is not None else probability
+        if given is not None and given[1] is not None:
+            return super().sample(mask, probability)
+        length = None if given is None else given[0]
+        if length is None:
+            length = int(self.np_random.integers(self.min_length, self.max_length + 1))
+        codes = TEXT_CHARSET.at(self.np_random.integers(len(TEXT_CHARSET), size=length))
+        return "".join(map(chr, codes.tolist()))
+
+    @property
+    def character_set(self) -> TextCharset:  # type: ignore[override]
+        return TEXT_CHARSET
+
+    @property
+    def character_list(self) -> tuple[str, ...]:
+        return tuple(TEXT_CHARSET)
+
+    def character_index(self, char: str) -> np.int32:
+        return np.int32(TEXT_CHARSET.index(char))
+
+    @property
+    def characters(self) -> str:
+        return "".join(TEXT_CHARSET)
+
+    def __repr__(self) -> str:
+        return f"TextSpace({self.min_length}, {self.max_length}, charset=TEXT_CHARSET)"
+
+    def __eq__(self, other: object, /) -> bool:
+        return (
+            isinstance(other, TextSpace)
+            and (self.min_length, self.max_length) == (other.min_length, other.max_length)
+        )
+
+
+def text_space(max_length: int = MAX_OBS_CHARS) -> TextSpace:
+    """A :class:`TextSpace` of up to ``max_length`` characters."""
+    return TextSpace(max_length)
+
+
+def repair_surrogates(text: str) -> str:
+    """``text`` with surrogate pairs joined into their character and lone surrogates U+FFFD.
+
+    Lone surrogates reach Python when JSON carries ``\\ud800`` (or a stream splits a pair);
+    UTF-8 cannot encode them, so they are the one thing that makes a ``str`` unwritable.
+
+    >>> repair_surrogates("\\ud83d\\ude00 and \\ud800!") == "\\U0001f600 and \\ufffd!"
+    True
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+_ESCAPES = tuple(
+    (char, "\n" if char == "\r" else f"\\x{ord(char):02x}")
+    for char in map(chr, range(0xA0))
+    if _OUTSIDE.match(char)
+)
+"""What :func:`clean_text` puts for each control character outside the set (CR: a newline)."""
+
+
+def clean_text(text: str, max_chars: int | None = None) -> str:
+    """``text`` as a member of :data:`TEXT_CHARSET`, legitimate text kept as it is.
+
+    ``\\r\\n`` and ``\\r`` become ``\\n``; surrogates are repaired
+    (:func:`repair_surrogates`); every other character outside the set (NUL, the C0 controls
+    but tab and newline, DEL, C1) becomes a visible ``\\xNN`` escape, not dropped, so that
+    neither the model nor a reader sees two words glued where a byte was, and an escaped NUL in
+    a Python string literal still means NUL. With ``max_chars``, a longer result keeps its head
+    and tail (:func:`~arlarena_envs.tir_math.sandbox.truncate_middle`). Idempotent; text
+    already clean costs one scan.
+
+    >>> clean_text("a\\x00b\\r\\n\\ud800 \\U0001f600 caf\\u00e9\\t")
+    'a\\\\x00b\\n\ufffd \U0001f600 caf\u00e9\\t'
+    """
+    if _OUTSIDE.search(text) is not None:
+        text = repair_surrogates(text).replace("\r\n", "\n")
+        for char, escape in _ESCAPES:  # str.replace per character: 6x faster than translate
+            if char in text:
+                text = text.replace(char, escape)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    # The one implementation lives in the sandbox module, which must stay importable on its own
+    # (standard library only); importing it when this module loads would be circular.
+    from arlarena_envs.tir_math.sandbox import truncate_middle
+
+    return truncate_middle(text, max_chars)
+
+
+def _clean_value(value: Any) -> Any:
+    """``value`` with every ``str`` in it (also inside lists, tuples and dicts) cleaned."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {key: _clean_value(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_clean_value(item) for item in value)
+    return value
 
 
 def coerce_action(action: Any) -> str:
-    """Return ``action`` as a ``str`` of at most :data:`MAX_ACTION_CHARS` characters.
+    """Return ``action`` as a clean ``str`` of at most :data:`MAX_ACTION_CHARS` characters.
 
     ``bytes`` are decoded with replacement, ``None`` becomes ``""`` and anything else goes
-    through ``str``; this is the one place envs turn untrusted input into text.
+    through ``str``; then :func:`clean_text`. This is the one place envs turn untrusted input
+    into text (:class:`TextEnv` applies it to every action before the env's ``step`` runs).
     """
     if action is None:
         text = ""
@@ -61,7 +243,43 @@ def coerce_action(action: Any) -> str:
         text = bytes(action[:MAX_ACTION_CHARS]).decode("utf-8", errors="replace")
     else:
         text = action if isinstance(action, str) else str(action)
-    return text[:MAX_ACTION_CHARS]
+    return clean_text(text[:MAX_ACTION_CHARS])[:MAX_ACTION_CHARS]
+
+
+def _observation_out(env: TextEnv, obs: Any) -> Any:
+    """An observation as it leaves the env: clean and within the observation space's length."""
+    return clean_text(obs, env.observation_space.max_length) if isinstance(obs, str) else obs
+
+
+def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(reset)
+    def guarded(self: TextEnv, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = reset(self, *args, **kwargs)
+        return _observation_out(self, obs), _clean_value(info)
+
+    return guarded
+
+
+def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(step)
+    def guarded(self: TextEnv, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = step(self, coerce_action(action))
+        return _observation_out(self, obs), reward, terminated, truncated, _clean_value(info)
+
+    return guarded
+
+
+def _guard_render(render: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(render)
+    def guarded(self: TextEnv) -> Any:
+        frame = render(self)
+        return clean_text(frame) if isinstance(frame, str) else frame
+
+    return guarded
+
+
+_BOUNDARY = {"reset": _guard_reset, "step": _guard_step, "render": _guard_render}
+"""The env methods :class:`TextEnv` puts behind the text boundary, and how."""
 
 
 class TextEnv(gym.Env[str, str]):
@@ -70,6 +288,13 @@ class TextEnv(gym.Env[str, str]):
     Subclasses set :attr:`prompt_template` (the name of their template in
     :mod:`wrappers.templates`), implement ``reset``/``step`` returning string observations, and
     build every ``info`` with :meth:`make_info` so the contract's keys are always there.
+
+    The class is the envs' text boundary, so no env has to remember it: the ``reset``, ``step``
+    and ``render`` a subclass defines are wrapped when the class is created. ``step`` receives
+    its action through :func:`coerce_action`; the observation leaves through
+    :func:`clean_text`, cut to ``observation_space.max_length``, and so do every string of
+    ``info`` and a text frame of ``render``. Whatever a model writes or a program prints, the
+    observation is then a member of ``observation_space`` and every string encodes as UTF-8.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -80,6 +305,12 @@ class TextEnv(gym.Env[str, str]):
 
     observation_space = text_space()
     action_space = text_space(MAX_ACTION_CHARS)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, guard in _BOUNDARY.items():
+            if name in cls.__dict__:
+                setattr(cls, name, guard(cls.__dict__[name]))
 
     @staticmethod
     def make_info(
