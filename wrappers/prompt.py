@@ -7,7 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from arlarena_envs.base import text_space
+from arlarena_envs.base import clean_text, coerce_action, text_space
 from wrappers.format import parse_response
 from wrappers.templates import render_prompt
 
@@ -30,8 +30,14 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
     the prompt says the response was not understood. ``info`` gains ``format_ok``,
     ``parsed_action``, ``format_error`` and ``env_reward`` (the reward before the penalty).
 
+    Text follows the envs' rule (:func:`arlarena_envs.base.clean_text`): the response is
+    cleaned on the way in (:func:`~arlarena_envs.base.coerce_action`), and the prompt on the
+    way out, within ``observation_space.max_length`` (a longer one loses its middle, never the
+    instructions at its end), so that a prompt always encodes as UTF-8 whatever the model or
+    an env not built on :class:`~arlarena_envs.base.TextEnv` wrote.
+
     Envs whose actions are free-form (``strict_format = False``, e.g. TIR Math) get the raw
-    response and no penalty. Visual envs (template ``sokoban_visual``) put the frame in
+    response (cleaned) and no penalty. Visual envs (template ``sokoban_visual``) put the frame in
     ``info["image"]``.
 
     Example:
@@ -67,7 +73,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
 
     def _prompt(self, observation: str) -> str:
         history = list(self._history)[-self.history_length :] if self.history_length else []
-        return render_prompt(
+        prompt = render_prompt(
             self.template,
             task=self._info.get("task", ""),
             observation=observation,
@@ -75,6 +81,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
             history=history,
             step_count=self._steps,
         )
+        return clean_text(prompt, self.observation_space.max_length)
 
     def _with_image(self, info: dict[str, Any]) -> dict[str, Any]:
         if self.template == "sokoban_visual":
@@ -90,6 +97,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         return self._prompt(obs), self._with_image(dict(info))
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        action = coerce_action(action)
         if self.strict:
             parsed = parse_response(
                 action, self._info.get("admissible_actions", ()), lowercase=self.lowercase
@@ -105,7 +113,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         info["parsed_action"] = env_action if parsed is None else parsed.action
         if not info["format_ok"]:
             reward = float(reward) - self.format_penalty
-        self._history.append((self._obs, env_action if isinstance(env_action, str) else ""))
+        self._history.append((self._obs, env_action))
         self._steps += 1
         self._obs, self._info = obs, info
         shown = obs if parsed is None or parsed.action is not None else f"{NOT_UNDERSTOOD}\n{obs}"

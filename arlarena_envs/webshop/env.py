@@ -6,7 +6,7 @@ import re
 import uuid
 from typing import Any, ClassVar
 
-from arlarena_envs.base import MAX_OBS_CHARS, TEXT_CHARSET, TextEnv, coerce_action
+from arlarena_envs.base import MAX_OBS_CHARS, TextEnv, clean_text, coerce_action
 from arlarena_envs.webshop.app import DEFAULT_PAGES, MAX_KEYWORDS_CHARS, check_pages, get_app
 from arlarena_envs.webshop.client import HttpTransport, InProcessTransport, ShopClient
 from arlarena_envs.webshop.goals import SPLITS
@@ -129,9 +129,7 @@ class WebShopEnv(TextEnv):
     # -- observation and info ------------------------------------------------------------------
     @staticmethod
     def _clean(text: str) -> str:
-        if not all(c in TEXT_CHARSET for c in text):
-            text = "".join(c if c in TEXT_CHARSET else " " for c in text)
-        return text[:MAX_OBS_CHARS]
+        return clean_text(text)[:MAX_OBS_CHARS]
 
     def _observation(self) -> str:
         elements = self.client.page.elements
