@@ -4,6 +4,11 @@ Every turn is one ``{"type": "turn", ...}`` line and every finished episode one
 ``{"type": "episode", ...}`` line, flushed at once. :func:`prepare_resume` keeps exactly the lines
 of finished episodes (a torn last line from a killed run is dropped), so a resumed run redoes only
 the episodes that were in flight or ended with an ``error``, and never duplicates one.
+
+A record always writes: its text is kept exactly (JSON escapes control characters, NUL
+included), except for lone surrogates, which UTF-8 cannot encode (an OpenAI-compatible server
+can send ``\\ud800`` in JSON): they become U+FFFD, and split surrogate pairs are joined
+(:func:`arlarena_envs.base.repair_surrogates`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from arlarena_envs.base import repair_surrogates
 
 __all__ = ["ResultsWriter", "prepare_resume", "read_labelled", "read_records"]
 
@@ -61,7 +68,7 @@ def prepare_resume(path: str | Path) -> set[str]:
     with open(tmp, "w", encoding="utf-8") as handle:
         for record in records:
             if record.get("episode_id") in done:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.write(_line(record))
     os.replace(tmp, path)
     return done
 
@@ -75,7 +82,7 @@ class ResultsWriter:
         self._handle: IO[str] = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n")
+        self._handle.write(_line(record))
         self._handle.flush()
 
     def write_all(self, records: Iterable[dict[str, Any]]) -> None:
@@ -90,6 +97,11 @@ class ResultsWriter:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _line(record: dict[str, Any]) -> str:
+    """``record`` as one JSONL line that UTF-8 can always encode."""
+    return repair_surrogates(json.dumps(record, ensure_ascii=False, default=_jsonable)) + "\n"
 
 
 def _jsonable(value: Any) -> Any:

@@ -13,7 +13,10 @@ Failures are sorted by what they mean for a run:
 - one request went wrong (a 5xx after every retry, malformed JSON, no choices, another 4xx):
   the reply carries an ``error`` and the runner ends that episode only.
 
-Retries back off exponentially and honour ``Retry-After``.
+Retries back off exponentially and honour ``Retry-After``. A reply's lone surrogates (JSON can
+carry ``\\ud800``; UTF-8 cannot encode it) become U+FFFD as it arrives
+(:func:`~arlarena_envs.base.repair_surrogates`), so it can be cached, sent back in a debate and
+written; the rest of the text is kept as the model wrote it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from arlarena_envs.base import repair_surrogates
 from wrappers.agents.base import (
     Agent,
     AgentError,
@@ -283,7 +287,7 @@ def _parse_reply(reply: Any) -> dict[str, Any]:
         raise _BadReply(f"the server returned a malformed choice: {choices[0]!r:.200}") from error
     usage = getattr(reply, "usage", None)
     return {
-        "text": str(text),
+        "text": repair_surrogates(str(text)),
         "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
         "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
     }
