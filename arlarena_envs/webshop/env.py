@@ -72,7 +72,7 @@ class WebShopEnv(TextEnv):
         >>> env = WebShopEnv(products=300)
         >>> obs, info = env.reset(seed=0, options={"split": "eval"})
         >>> obs, info["admissible_actions"]
-        ("'Search'", ['search[<your query>]'])
+        ("'Search'", ['search[<your query>]', 'click[search]'])
         >>> obs, reward, terminated, truncated, info = env.step("search[shampoo]")
         >>> info["action_is_valid"], "click[back to search]" in info["admissible_actions"]
         (True, True)
