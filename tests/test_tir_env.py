@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 import arlarena_envs  # noqa: F401  (registers the ids)
 from arlarena_envs.base import MAX_OBS_CHARS
 from arlarena_envs.tir_math.env import TIRMathEnv
+from arlarena_envs.tir_math.sandbox import MAX_ANSWER_CHARS
 from wrappers import PromptWrapper
 from wrappers.templates import render_prompt
 
@@ -139,6 +140,16 @@ def test_hostile_actions_never_raise(env: TIRMathEnv) -> None:
         obs, reward, *_, info = env.step(action)
         assert isinstance(obs, str) and len(obs) <= MAX_OBS_CHARS
         assert reward in (0.0, 1.0) and isinstance(info["action_is_valid"], bool)
+
+
+def test_answers_are_capped_however_they_arrive(env: TIRMathEnv) -> None:
+    forged = ("import os\nfor fd in [int(f) for f in os.listdir('/proc/self/fd') if int(f) > 2]:"
+              "\n    try:\n        os.write(fd, b'answer ' + b'7' * 50_000 + b'\\n')"
+              "\n    except OSError:\n        pass\nfinal_answer('7' * 50_000)")
+    for turn in (f"So \\boxed{{{'7' * 500_000}}}", code(forged)):
+        env.reset(seed=0)
+        *_, terminated, _, info = env.step(turn)
+        assert terminated and info["prediction"] == "7" * MAX_ANSWER_CHARS, (info, turn[:300])
 
 
 def test_the_prompt_is_the_template_then_the_conversation(env: TIRMathEnv) -> None:

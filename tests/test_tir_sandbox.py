@@ -14,12 +14,14 @@ import socket
 import subprocess
 import tempfile
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 
 import pytest
 
 from arlarena_envs.tir_math.sandbox import (
+    MAX_ANSWER_CHARS,
     UNSAFE_ENV_VAR,
     ExecStatus,
     Sandbox,
@@ -173,6 +175,21 @@ for directory in {targets!r}:
         assert not (Path(directory) / name).exists()
 
 
+def test_loopback_is_up_but_only_the_sandboxes_own(sandbox: Sandbox) -> None:
+    code = """
+import socket, threading
+server = socket.create_server(('127.0.0.1', 0))
+port = server.getsockname()[1]
+threading.Thread(target=lambda: server.accept()[0].sendall(b'pong'), daemon=True).start()
+with socket.create_connection(('127.0.0.1', port), timeout=2) as client:
+    print(client.recv(4).decode())
+print(sorted(name for _, name in socket.if_nameindex()))
+"""
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    assert result.stdout == "pong\n['lo']\n"
+
+
 def test_cannot_reach_a_host_server_on_loopback(sandbox: Sandbox) -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -298,6 +315,110 @@ def test_tmp_is_size_capped(sandbox: Sandbox) -> None:
     assert result.status is ExecStatus.ERROR and "No space left" in result.stderr
 
 
+HOLDERS = """
+import os, sys, time
+read, write = os.pipe()
+for _ in range(3):
+    if os.fork() == 0:
+        try:
+            block = b'\\1' * ({size} << 20)
+            os.write(write, b'h')
+        except MemoryError:
+            os.write(write, b'm')
+        time.sleep(30)
+        os._exit(0)
+os.close(write)
+os.set_blocking(read, False)
+seen = b''
+deadline = time.monotonic() + 1.5
+while len(seen) < 3 and time.monotonic() < deadline:
+    try:
+        seen += os.read(read, 3)
+    except BlockingIOError:
+        time.sleep(0.02)
+print('held', seen.count(b'h'))
+"""
+BUDGET = SandboxLimits(wall_time_s=8.0, cpu_time_s=6, memory_bytes=300 << 20,
+                       min_process_bytes=64 << 20)
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup-if-any", "rlimits"])
+def test_memory_is_bounded_for_the_run_as_a_whole(cgroups: bool) -> None:
+    """Three children of 120 MiB each: never all three at once within a 300 MiB budget."""
+    box = Sandbox(BUDGET, cgroups=cgroups)
+    result = box.run(HOLDERS.format(size=120))
+    assert result.ok, (result.stderr, result.message)
+    held = int(result.stdout.split()[1])
+    assert held < 3, box.memory_bound
+    if box.memory_bound.startswith("cgroup"):
+        assert held == 2 and "whole run" in result.message
+        one = box.run("block = b'\\1' * (200 << 20)\nprint(len(block) >> 20)")
+        assert one.ok and one.stdout == "200\n", one.message
+    else:
+        assert held == 0 and box.memory_bound.startswith("rlimits: RLIMIT_AS 75 MiB x")
+    assert box.run("print('fine')").stdout == "fine\n"
+
+
+def test_flooding_the_answer_channel_is_stopped(sandbox: Sandbox) -> None:
+    """300 MiB written to every inherited fd (the answer channel among them) costs the host
+    nothing and stops the program."""
+    code = """
+import os
+chunk = b'x' * (1 << 20)
+for _ in range(300):
+    for fd in os.listdir('/proc/self/fd'):
+        if int(fd) > 2:
+            try:
+                os.write(int(fd), chunk)
+            except OSError:
+                pass
+"""
+    tracemalloc.start()
+    try:
+        start = time.monotonic()
+        result = sandbox.run(code)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.status is ExecStatus.OUTPUT_LIMIT and "answer channel" in result.message
+    assert peak < 4 << 20 and time.monotonic() - start < 2.5
+
+
+@pytest.mark.parametrize("length", [50_000, 1_000_000])
+def test_a_forged_answer_line_is_capped(sandbox: Sandbox, length: int) -> None:
+    code = f"""
+import os
+for fd in [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 2]:
+    try:
+        os.write(fd, b'answer ' + b'7' * {length} + b'\\n')
+    except OSError:
+        pass
+"""
+    result = sandbox.run(code)
+    assert result.answer is None or len(result.answer) <= MAX_ANSWER_CHARS
+    if length == 50_000:
+        assert result.answer == "7" * MAX_ANSWER_CHARS
+    else:
+        assert result.status is ExecStatus.OUTPUT_LIMIT and result.answer is None
+    long = sandbox.run(f"final_answer('\\u00e9' * {length})")
+    assert long.answer == "\u00e9" * MAX_ANSWER_CHARS
+
+
+def test_no_new_user_namespace_and_no_capabilities(sandbox: Sandbox) -> None:
+    code = """
+import subprocess, threading
+status = dict(line.split(':\\t', 1) for line in open('/proc/self/status').read().splitlines())
+print(status['CapEff'], status['CapPrm'], status['NoNewPrivs'])
+print(subprocess.run(['unshare', '--user', 'true']).returncode != 0)
+thread = threading.Thread(target=print, args=('thread',))
+thread.start()
+thread.join()
+"""
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    assert result.stdout.splitlines() == ["0000000000000000 0000000000000000 1", "True", "thread"]
+
+
 # -- set-up errors and modes --------------------------------------------------------------------
 def test_missing_bwrap_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -325,19 +446,23 @@ def test_unsafe_mode_warns_every_time_and_still_limits(
 def test_works_for_an_unprivileged_caller() -> None:
     """Run the sandbox module as an ordinary user with the system Python (one bwrap, no root).
 
-    sandbox.py imports only the standard library, so it is loaded from a world-readable copy.
+    The sandbox imports only the standard library, so its three modules are loaded from a
+    world-readable copy, in a package skeleton of their own.
     """
     folder = Path(tempfile.mkdtemp(prefix="tir-probe-"))
-    folder.chmod(0o755)
-    for name in ("sandbox.py", "_prelude.py"):
-        shutil.copy(PROJECT / "arlarena_envs/tir_math" / name, folder / name)
-        (folder / name).chmod(0o644)
+    package = folder / "arlarena_envs" / "tir_math"
+    package.mkdir(parents=True)
+    for directory in (folder, folder / "arlarena_envs", package):
+        directory.chmod(0o755)
+        (directory / "__init__.py").touch()
+    for name in ("sandbox.py", "_prelude.py", "_cgroup.py"):
+        shutil.copy(PROJECT / "arlarena_envs/tir_math" / name, package / name)
+    for path in folder.rglob("*.py"):
+        path.chmod(0o644)
     script = f"""
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("sandbox", {str(folder / "sandbox.py")!r})
-module = importlib.util.module_from_spec(spec)
-sys.modules["sandbox"] = module
-spec.loader.exec_module(module)
+import json, sys
+sys.path.insert(0, {str(folder)!r})
+from arlarena_envs.tir_math import sandbox as module
 box = module.Sandbox(module.SandboxLimits(wall_time_s=3, cpu_time_s=2))
 runs = {{
     "answer": box.run("final_answer(6 * 7)").answer,

@@ -1,11 +1,15 @@
-"""The code that runs first inside every sandboxed execution (passed to ``python -c``).
+"""The code that runs first inside every sandboxed execution (passed to ``python -S -c``).
 
-It reads its settings from ``sys.argv[1]`` (JSON: site-packages dirs, rlimits, the answer fd),
-makes the mounted site-packages importable, applies the resource limits, installs
-``final_answer`` as a builtin, then reads the model's code from stdin and runs it as
-``__main__``. ``final_answer(x)`` writes ``str(x)`` to the answer fd (one JSON line) and stops the
-program. A traceback shows only the model's own frames. Nothing here runs on import, so the
-module stays importable (and doctest-collectable) on the host.
+Its arguments are the answer fd, the uid to become (0: stay), the rlimits (address space, CPU
+seconds, processes, file size, open files), the longest answer and the directories to put on
+``sys.path``. It becomes that uid (dropping the only capabilities it was started with,
+``CAP_SETUID``/``CAP_SETGID``), applies the limits, installs ``final_answer`` as a builtin, says
+``ready`` on the answer fd, then reads the model's code from stdin (the host sends it only
+after ``ready``) and runs it as ``__main__``.
+``final_answer(x)`` writes ``str(x)`` (cut to the longest answer, escaped to one line) to the
+answer fd and stops the program. A traceback shows only the model's own frames. Only
+``os`` and ``resource`` are imported before the code runs, to keep the start cheap. Nothing
+here runs on import, so the module stays importable (and doctest-collectable) on the host.
 """
 
 from __future__ import annotations
@@ -14,8 +18,6 @@ import sys
 
 __all__ = ["main"]
 
-_MAX_ANSWER_CHARS = 10_000
-
 
 class _FinalAnswer(BaseException):
     """Raised by ``final_answer`` to end the program (a ``BaseException`` like ``SystemExit``)."""
@@ -23,58 +25,64 @@ class _FinalAnswer(BaseException):
 
 def main() -> None:
     import builtins
-    import json
-    import linecache
     import os
     import resource
-    import site
-    import traceback
 
-    config = json.loads(sys.argv[1])
-    answers = os.fdopen(config["answer_fd"], "w", encoding="utf-8", buffering=1)
-    answers.write("ready\n")
-    for path in config["site_dirs"]:
-        site.addsitedir(path)
-    limits = config["limits"]
+    answer_fd, uid, memory, cpu, processes, file_bytes, open_files, max_chars = (
+        map(int, sys.argv[1:9]))
+    sys.path.extend(sys.argv[9:])
+    del sys.argv[1:]
+    if uid:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
     for name, soft, hard in (
-        ("RLIMIT_AS", limits["memory_bytes"], limits["memory_bytes"]),
-        ("RLIMIT_CPU", limits["cpu_time_s"], limits["cpu_time_s"] + 1),
-        ("RLIMIT_NPROC", limits["max_processes"], limits["max_processes"]),
-        ("RLIMIT_FSIZE", limits["max_file_bytes"], limits["max_file_bytes"]),
-        ("RLIMIT_NOFILE", limits["max_open_files"], limits["max_open_files"]),
+        ("RLIMIT_AS", memory, memory),
+        ("RLIMIT_CPU", cpu, cpu + 1),
+        ("RLIMIT_NPROC", processes, processes),
+        ("RLIMIT_FSIZE", file_bytes, file_bytes),
+        ("RLIMIT_NOFILE", open_files, open_files),
         ("RLIMIT_CORE", 0, 0),
     ):
         resource.setrlimit(getattr(resource, name), (soft, hard))
+    answers = os.fdopen(answer_fd, "wb", buffering=0)
 
     def final_answer(answer: object) -> None:
         """Record ``answer`` as the final answer and stop the program."""
-        text = str(answer)[:_MAX_ANSWER_CHARS]
+        text = str(answer)[:max_chars]
         try:
-            answers.write("answer " + json.dumps(text) + "\n")
-            answers.flush()
+            answers.write(b"answer " + text.encode("unicode_escape") + b"\n")
         except (OSError, ValueError):
             pass
         raise _FinalAnswer
 
     builtins.final_answer = final_answer
-    code = sys.stdin.read()
+    answers.write(b"ready\n")
+    code = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    filename = "<code>"
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        exec(compile(code, filename, "exec"), namespace)
+        exec(compile(code, "<code>", "exec"), namespace)
     except _FinalAnswer:
         pass
     except SystemExit:
         raise
     except BaseException as error:
-        tb = error.__traceback__.tb_next if error.__traceback__ else None
-        traceback.print_exception(type(error), error, tb)
-        sys.stderr.flush()
+        _print_traceback(error, code)
         os._exit(1)
+
+
+def _print_traceback(error: BaseException, code: str) -> None:
+    """Print ``error``'s traceback without the prelude's frame, the code's lines shown."""
+    import linecache
+    import traceback
+
+    linecache.cache["<code>"] = (len(code), None, code.splitlines(True), "<code>")
+    tb = error.__traceback__.tb_next if error.__traceback__ else None
+    traceback.print_exception(type(error), error, tb)
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":

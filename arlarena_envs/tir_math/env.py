@@ -7,7 +7,7 @@ from typing import Any
 from arlarena_envs.base import MAX_OBS_CHARS, TextEnv, coerce_action
 from arlarena_envs.tir_math.answer import extract_boxed, is_equivalent
 from arlarena_envs.tir_math.data import MathTask, TaskSet, load_taskset
-from arlarena_envs.tir_math.sandbox import Sandbox, SandboxLimits
+from arlarena_envs.tir_math.sandbox import MAX_ANSWER_CHARS, Sandbox, SandboxLimits
 from arlarena_envs.tir_math.turns import CodeBlock, find_code_blocks, prose, render_turn
 
 __all__ = ["TIRMathEnv"]
@@ -173,7 +173,7 @@ class TIRMathEnv(TextEnv):
         full = len(self._transcript) >= self.max_context_chars
         truncated = not terminated and (truncated or full)
         if terminated:
-            self._prediction = answer
+            self._prediction = answer = answer[:MAX_ANSWER_CHARS]
             self._won = is_equivalent(answer, self.task.answer, timeout_s=self.answer_timeout_s)
         self._done = terminated or truncated
         valid = answer is not None or bool(blocks)

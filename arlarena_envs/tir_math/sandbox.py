@@ -2,22 +2,36 @@
 
 Holds :class:`Sandbox` (``run(code) -> ExecResult``), :class:`SandboxLimits`,
 :class:`ExecResult`, :class:`ExecStatus`, the errors :class:`SandboxUnavailable` /
-:class:`SandboxError`, :data:`UNSAFE_ENV_VAR` and :func:`truncate_middle`.
+:class:`SandboxError`, :data:`UNSAFE_ENV_VAR`, :data:`MAX_ANSWER_CHARS` and
+:func:`truncate_middle`.
 
-Every execution runs in new pid, network (no interfaces but a down loopback), ipc, uts and
-cgroup namespaces, on a read-only root that holds only ``/usr`` (and the ``/bin``, ``/lib``
-links), the Python installation and the current environment's site-packages (mounted read-only
-under ``/opt/arlarena``, so numpy and sympy import), a fresh ``/proc``, a minimal ``/dev`` and a
-size-capped private tmpfs ``/tmp`` (the working and home directory). The project, ``/root``,
-``/home`` and the rest of ``/etc`` do not exist inside. The code runs as an unprivileged uid
-inside a user namespace that may not create further user namespaces, with limits on CPU time,
-address space, processes, file size and open files; the host enforces wall time and output
-size, and kills the whole pid namespace when the program ends or overruns, so no process
-outlives its execution.
+Every execution runs in new pid, network, ipc, uts and cgroup namespaces. The network namespace
+has one interface, its own loopback: bubblewrap brings it up, so the program's processes may
+talk to each other over 127.0.0.1, but nothing outside the namespace (the host's loopback
+included) is reachable. The root is read-only and holds only ``/usr`` (and the ``/bin``,
+``/lib`` links), the Python installation and the current environment's site-packages (mounted
+read-only under ``/opt/arlarena``, so numpy and sympy import), a fresh ``/proc``, a minimal
+``/dev`` and a size-capped private tmpfs ``/tmp`` (the working and home directory). The
+project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The code runs as an
+unprivileged uid, without capabilities, that may not create user namespaces, with limits on
+CPU time, processes, file size and open files; the host enforces wall time and the
+size of everything the program sends back (stdout, stderr, the answer channel), and kills the
+whole pid namespace when the program ends or overruns, so no process outlives its execution.
 
-When the host runs as root, bwrap sets up the mounts with its privileges and then starts, as a
-fresh random uid (never 0, so ``RLIMIT_NPROC`` applies), a second, unprivileged bwrap that
-creates the user namespace; as any other user one unprivileged bwrap does everything.
+Memory is bounded for the run as a whole (every process, and ``/tmp``): by a cgroup of the run
+(``memory.max`` or v1's ``memory.limit_in_bytes``, and ``pids.max``) where this process can
+make one (see :mod:`arlarena_envs.tir_math._cgroup`); elsewhere by address-space limits per
+process whose product over the allowed processes stays within the budget
+(:attr:`Sandbox.memory_bound` says which one applies).
+
+One bwrap starts each execution. As root, it sets up the namespaces and mounts with its
+privileges and starts the interpreter with only ``CAP_SETUID``/``CAP_SETGID``, which the
+interpreter uses at once to become a fresh random uid (never 0, so ``RLIMIT_NPROC`` applies),
+under a seccomp filter that refuses new user namespaces; as any other user, bwrap creates the
+user namespace itself, with ``--disable-userns``. No new privileges can be gained either way
+(``PR_SET_NO_NEW_PRIVS``). The interpreter starts with ``-S``: the site-packages directories
+(and the directories their ``.pth`` files list) are put on ``sys.path`` without running any
+``.pth`` code, and the code arrives on stdin once the interpreter is ready.
 
 Without ``bwrap`` the sandbox refuses to start unless the caller opts in to running code with
 resource limits only (``unsafe=True`` or ``ARLARENA_UNSAFE_SANDBOX=1``), which is logged as a
@@ -29,11 +43,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import platform
 import secrets
 import selectors
 import shutil
 import signal
 import site
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -44,7 +60,10 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from arlarena_envs.tir_math._cgroup import RunCgroup, find_cgroups
+
 __all__ = [
+    "MAX_ANSWER_CHARS",
     "UNSAFE_ENV_VAR",
     "ExecResult",
     "ExecStatus",
@@ -60,11 +79,93 @@ logger = logging.getLogger(__name__)
 UNSAFE_ENV_VAR = "ARLARENA_UNSAFE_SANDBOX"
 """Set to ``1`` to run code without bubblewrap (resource limits only, no isolation)."""
 
+MAX_ANSWER_CHARS = 10_000
+"""The longest answer an execution can give (:attr:`SandboxLimits.max_answer_chars`)."""
+
 _INSIDE = "/opt/arlarena"
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 _UID_RANGE = (1_000_000, 1_000_000_000)
 _PRELUDE = (Path(__file__).with_name("_prelude.py")).read_text(encoding="utf-8")
+
+
+def _seccomp_program(machine: str) -> bytes | None:
+    """A seccomp filter that refuses new user namespaces (bwrap's ``--seccomp`` format).
+
+    ``unshare`` and ``clone`` with ``CLONE_NEWUSER`` fail with EPERM; ``clone3``, whose flags
+    a filter cannot read, fails with ENOSYS, so libc falls back to ``clone``; so do calls of
+    another ABI (i386, x32), which could otherwise dodge the checks. ``None`` on other machines.
+    """
+    numbers = {"x86_64": (0xC000003E, 272, 56), "aarch64": (0xC00000B7, 97, 220)}
+    if machine not in numbers:
+        return None
+    arch, unshare, clone = numbers[machine]
+    load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, errno = 0x7FFF0000, 0x00050000
+    program = [
+        (load, 0, 0, 4),  # seccomp_data.arch
+        (jeq, 1, 0, arch),
+        (ret, 0, 0, errno | 38),
+        (load, 0, 0, 0),  # seccomp_data.nr
+        (jge, 6, 0, 0x40000000),  # the x32 ABI
+        (jeq, 5, 0, 435),  # clone3
+        (jeq, 1, 0, unshare),
+        (jeq, 0, 2, clone),
+        (load, 0, 0, 16),  # the low half of args[0]: the flags
+        (jset, 2, 0, 0x10000000),  # CLONE_NEWUSER
+        (ret, 0, 0, allow),
+        (ret, 0, 0, errno | 38),
+        (ret, 0, 0, errno | 1),
+    ]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+_SECCOMP = _seccomp_program(platform.machine())
+
+
+@dataclass
+class _Fds:
+    """The pipes of one run: the host keeps ``answer``, ``info`` and ``block``; the child the
+    rest (:attr:`child`), which the host closes once the child has started."""
+
+    opened: list[int] = field(default_factory=list)
+    answer: int = -1
+    info: int = -1
+    block: int = -1
+
+    def pipe(self) -> tuple[int, int]:
+        read, write = os.pipe()
+        self.opened += [read, write]
+        return read, write
+
+    def holding(self, data: bytes) -> int:
+        """The read end of a new pipe that holds ``data`` (at most a pipe's buffer)."""
+        read, write = self.pipe()
+        os.write(write, data)
+        self._close(write)
+        return read
+
+    @property
+    def child(self) -> list[int]:
+        return [fd for fd in self.opened if fd not in {self.answer, self.info, self.block}]
+
+    def release_block(self) -> None:
+        """Let bwrap's child go on (``--block-fd`` returns at end of file)."""
+        if self.block >= 0:
+            self._close(self.block)
+            self.block = -1
+
+    def close_child(self) -> None:
+        for fd in self.child:
+            self._close(fd)
+
+    def close(self) -> None:
+        for fd in list(self.opened):
+            self._close(fd)
+
+    def _close(self, fd: int) -> None:
+        self.opened.remove(fd)
+        os.close(fd)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -96,8 +197,13 @@ class ExecStatus(StrEnum):
 class SandboxLimits:
     """Resource limits of one execution.
 
-    ``memory_bytes`` is an address-space limit per process, so the most a run can hold is about
-    ``max_processes * memory_bytes`` (plus ``tmp_bytes`` in ``/tmp``).
+    ``memory_bytes`` bounds the run as a whole: under a cgroup, every page of every process
+    and of ``/tmp``, with each process also capped at ``memory_bytes`` of address space so that
+    one huge allocation is a ``MemoryError``; without one, each process gets an address-space
+    cap of ``memory_bytes / n`` and at most ``n`` processes run, ``n`` being
+    ``max_processes`` or fewer, so that no process has less than ``min_process_bytes``.
+    ``max_answer_chars`` caps an answer however it arrives (``final_answer`` or a line written
+    straight to the answer channel), and the channel carries at most one such answer.
     """
 
     wall_time_s: float = 10.0
@@ -109,11 +215,18 @@ class SandboxLimits:
     tmp_bytes: int = 64 << 20
     max_open_files: int = 128
     max_code_bytes: int = 1 << 20
+    max_answer_chars: int = MAX_ANSWER_CHARS
+    min_process_bytes: int = 256 << 20
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if value <= 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {value}")
+
+    @property
+    def answer_channel_bytes(self) -> int:
+        """What the answer channel may carry: ``ready`` and one maximal escaped answer."""
+        return 64 + 10 * self.max_answer_chars
 
 
 @dataclass(frozen=True)
@@ -174,7 +287,7 @@ class _Layout:
 
     python: str
     mounts: tuple[tuple[str, str], ...] = ()
-    site_dirs: tuple[str, ...] = ()
+    sys_path: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -188,14 +301,34 @@ def _system_roots() -> list[str]:
     return roots
 
 
-def _detect_layout(site_dirs: Sequence[str] | None) -> _Layout:
-    """Map this interpreter and its site-packages into the sandbox (read-only mounts)."""
+def _pth_dirs(site_dir: Path) -> list[Path]:
+    """The existing directories listed in ``site_dir``'s ``.pth`` files (code lines skipped)."""
+    found = []
+    for pth in sorted(site_dir.glob("*.pth")):
+        try:
+            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            entry = line.strip()
+            if entry and not entry.startswith(("#", "import ", "import\t")):
+                path = (site_dir / entry).resolve()
+                if path.is_dir():
+                    found.append(path)
+    return found
+
+
+def _detect_layout(site_dirs: Sequence[str] | None, *, mount: bool = True) -> _Layout:
+    """Map this interpreter and its site-packages into the sandbox (read-only mounts).
+
+    With ``mount=False`` (no sandbox) everything stays where it is on the host.
+    """
     base = Path(sys.base_prefix).resolve()
     exe = Path(getattr(sys, "_base_executable", "") or sys.executable).resolve()
     if not exe.is_relative_to(base):
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         exe = (base / "bin" / version).resolve()
-    roots = _system_roots()
+    roots = _system_roots() if mount else ["/"]
     mounts: list[tuple[str, str]] = []
     env: dict[str, str] = {}
     python = str(exe)
@@ -206,18 +339,30 @@ def _detect_layout(site_dirs: Sequence[str] | None) -> _Layout:
         libdir = Path(sysconfig.get_config_var("LIBDIR") or base / "lib").resolve()
         if libdir.is_relative_to(base):
             env["LD_LIBRARY_PATH"] = f"{inside}/{libdir.relative_to(base)}"
-    inside_sites = []
+
+    def where(path: Path) -> str | None:
+        if _under(path, roots):
+            return str(path)
+        for source, target in mounts:
+            if path.is_relative_to(source):
+                return str(Path(target) / path.relative_to(source))
+        return None
+
+    sys_path: list[str] = []
+    extra = 0
     candidates = site_dirs if site_dirs is not None else site.getsitepackages()
-    seen: set[Path] = set()
     for raw in candidates:
         path = Path(raw).resolve()
-        if not path.is_dir() or path in seen or path.is_relative_to(base) or _under(path, roots):
+        if not path.is_dir():
             continue
-        seen.add(path)
-        target = f"{_INSIDE}/site/{len(inside_sites)}"
-        mounts.append((str(path), target))
-        inside_sites.append(target)
-    return _Layout(python, tuple(mounts), tuple(inside_sites), env)
+        if where(path) is None:
+            mounts.append((str(path), f"{_INSIDE}/site/{extra}"))
+            extra += 1
+        for entry in (path, *_pth_dirs(path)):
+            target = where(entry)
+            if target is not None and target not in sys_path:
+                sys_path.append(target)
+    return _Layout(python, tuple(mounts), tuple(sys_path), env)
 
 
 _CHILD_ENV = {
@@ -257,6 +402,7 @@ class Sandbox:
         *,
         unsafe: bool | None = None,
         site_dirs: Sequence[str] | None = None,
+        cgroups: bool = True,
     ) -> None:
         """
         Args:
@@ -264,6 +410,8 @@ class Sandbox:
             unsafe: run without bubblewrap, with resource limits only. ``None`` reads
                 ``ARLARENA_UNSAFE_SANDBOX``. Never use it for code you do not trust.
             site_dirs: site-packages dirs to expose (default: this environment's).
+            cgroups: bound each run's memory and processes with a cgroup where one can be made
+                (else, or with ``False``, with per-process limits; see :class:`SandboxLimits`).
         """
         self.limits = limits or SandboxLimits()
         if unsafe is None:
@@ -271,7 +419,6 @@ class Sandbox:
         self.unsafe = bool(unsafe)
         self.is_root = os.geteuid() == 0
         self._bwrap = shutil.which("bwrap")
-        self._setpriv = shutil.which("setpriv")
         if self.unsafe:
             logger.warning(
                 "UNSAFE sandbox: model code runs WITHOUT isolation (resource limits only; "
@@ -279,21 +426,38 @@ class Sandbox:
                 "and leave processes behind%s.",
                 UNSAFE_ENV_VAR, ", and as root no process limit applies" if self.is_root else "",
             )
-            self._layout = _Layout(sys.executable, site_dirs=tuple(site_dirs or ()))
-            return
-        if self._bwrap is None:
+        elif self._bwrap is None:
             raise SandboxUnavailable(
                 "bubblewrap (`bwrap`) is not installed; the TIR maths sandbox needs it. Install "
                 "the `bubblewrap` package (Debian/Ubuntu: `apt-get install -y bubblewrap`), or, "
                 f"only for code you trust, set {UNSAFE_ENV_VAR}=1 to run with resource limits "
                 "alone."
             )
-        if self.is_root and self._setpriv is None:
+        elif self.is_root and _SECCOMP is None:
             raise SandboxUnavailable(
-                "`setpriv` (util-linux) is needed to drop root privileges inside the sandbox; "
-                "install the `util-linux` package."
+                f"as root the sandbox needs a seccomp filter, which exists for x86_64 and aarch64 "
+                f"only (this machine: {platform.machine()}); run as an ordinary user instead."
             )
-        self._layout = _detect_layout(site_dirs)
+        self._layout = _detect_layout(site_dirs, mount=not self.unsafe)
+        self._cgroups = find_cgroups() if cgroups else None
+        limits = self.limits
+        if self._cgroups is not None:
+            self._processes, self._process_bytes = limits.max_processes, limits.memory_bytes
+        else:
+            fit = max(1, limits.memory_bytes // limits.min_process_bytes)
+            self._processes = min(limits.max_processes, fit)
+            self._process_bytes = limits.memory_bytes // self._processes
+
+    @property
+    def memory_bound(self) -> str:
+        """What bounds a run's memory and processes on this machine, in words."""
+        limits = self.limits
+        if self._cgroups is not None:
+            return (f"{self._cgroups.description}: {limits.memory_bytes >> 20} MiB and "
+                    f"{limits.max_processes} tasks per run, /tmp included")
+        return (f"rlimits: RLIMIT_AS {self._process_bytes >> 20} MiB x RLIMIT_NPROC "
+                f"{self._processes} processes = {limits.memory_bytes >> 20} MiB per run, plus "
+                f"{limits.tmp_bytes >> 20} MiB of /tmp (no writable cgroup)")
 
     # -- command lines -------------------------------------------------------------------------
     def _mount_args(self) -> list[str]:
@@ -318,43 +482,40 @@ class Sandbox:
             args += ["--setenv", key, value]
         return args
 
-    def _python_args(self, answer_fd: int) -> list[str]:
-        config = {
-            "answer_fd": answer_fd,
-            "site_dirs": list(self._layout.site_dirs),
-            "limits": {
-                "memory_bytes": self.limits.memory_bytes,
-                "cpu_time_s": int(self.limits.cpu_time_s),
-                "max_processes": self.limits.max_processes,
-                "max_file_bytes": self.limits.max_file_bytes,
-                "max_open_files": self.limits.max_open_files,
-            },
-        }
-        return [self._layout.python, "-s", "-P", "-u", "-B", "-c", _PRELUDE, json.dumps(config)]
+    def _python_args(self, answer_fd: int, uid: int = 0) -> list[str]:
+        limits = self.limits
+        config = [answer_fd, uid, self._process_bytes, int(limits.cpu_time_s), self._processes,
+                  limits.max_file_bytes, limits.max_open_files, limits.max_answer_chars]
+        return [self._layout.python, "-S", "-P", "-u", "-B", "-c", _PRELUDE,
+                *map(str, config), *self._layout.sys_path]
 
-    def _command(self, answer_fd: int, args_fd: int) -> tuple[list[str], bytes]:
-        """The argv to start and the NUL-separated options fed to bwrap through ``--args``."""
-        namespaces = [
+    def _options(self, fds: _Fds, cgroup: RunCgroup | None) -> tuple[list[str], int]:
+        """bwrap's options for one run, and the uid the interpreter is to become (0: stay).
+
+        As root, bwrap keeps only ``CAP_SETUID``/``CAP_SETGID`` for the interpreter, which drops
+        to a fresh random uid before it does anything else, and a seccomp filter refuses new
+        user namespaces; as any other user, bwrap makes the user namespace itself and
+        ``--disable-userns`` refuses nested ones. With a cgroup, bwrap reports its child's pid
+        (``--info-fd``) and waits (``--block-fd``) until the host has moved that child into the
+        cgroup, so that every process of the sandbox starts in it.
+        """
+        options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
+            *self._mount_args(),
         ]
-        python = self._python_args(answer_fd)
-        assert self._bwrap is not None
+        uid = 0
         if self.is_root:
-            uid = str(_UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0]))
-            options = namespaces + self._mount_args()
-            options += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-            inner = [
-                self._setpriv or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                "--inh-caps=-all", "--no-new-privs", "--",
-                self._bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
-                "--die-with-parent", "--", *python,
-            ]
+            uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
+            options += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                        "--seccomp", str(fds.holding(_SECCOMP or b""))]
         else:
-            options = ["--unshare-user", "--disable-userns", *namespaces, *self._mount_args()]
-            inner = python
-        data = b"".join(option.encode() + b"\0" for option in options)
-        return [self._bwrap, "--args", str(args_fd), "--", *inner], data
+            options = ["--unshare-user", "--disable-userns", *options]
+        if cgroup is not None:
+            fds.info, info_w = fds.pipe()
+            block_r, fds.block = fds.pipe()
+            options += ["--info-fd", str(info_w), "--block-fd", str(block_r)]
+        return options, uid
 
     # -- running -------------------------------------------------------------------------------
     def run(self, code: str) -> ExecResult:
@@ -369,64 +530,71 @@ class Sandbox:
                 ExecStatus.ERROR, "", "",
                 message=f"Code rejected: longer than {self.limits.max_code_bytes} bytes.",
             )
-        answer_r, answer_w = os.pipe()
-        args_r = args_w = -1
+        cgroup = None
+        if self._cgroups is not None:
+            monitor = 0 if self.unsafe else 1  # bwrap's pid 1 shares the cgroup
+            cgroup = self._cgroups.create(
+                self.limits.memory_bytes, self.limits.max_processes + monitor)
+        fds = _Fds()
         workdir = None
         try:
+            fds.answer, answer_w = fds.pipe()
             if self.unsafe:
                 workdir = tempfile.TemporaryDirectory(prefix="arlarena-unsafe-")
                 argv = self._python_args(answer_w)
                 env = {**_CHILD_ENV, "HOME": workdir.name, "TMPDIR": workdir.name}
-                pass_fds: tuple[int, ...] = (answer_w,)
             else:
-                args_r, args_w = os.pipe()
-                argv, options = self._command(answer_w, args_r)
-                if len(options) >= 60_000:
+                options, uid = self._options(fds, cgroup)
+                encoded = b"".join(option.encode() + b"\0" for option in options)
+                if len(encoded) >= 60_000:
                     raise SandboxError("sandbox options too long for a pipe")
-                os.write(args_w, options)
-                os.close(args_w)
-                args_w = -1
+                assert self._bwrap is not None
+                argv = [self._bwrap, "--args", str(fds.holding(encoded)), "--",
+                        *self._python_args(answer_w, uid)]
                 env = {"PATH": _CHILD_ENV["PATH"]}
-                pass_fds = (answer_w, args_r)
             start = time.monotonic()
             proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=pass_fds, start_new_session=True, env=env,
+                pass_fds=fds.child, start_new_session=True, env=env,
                 cwd=workdir.name if workdir else "/",
             )
         except BaseException:
-            for fd in (answer_r, answer_w, args_r, args_w):
-                if fd >= 0:
-                    os.close(fd)
+            fds.close()
             if workdir:
                 workdir.cleanup()
+            if cgroup:
+                cgroup.remove()
             raise
-        os.close(answer_w)
-        if args_r >= 0:
-            os.close(args_r)
+        fds.close_child()
         try:
-            return self._communicate(proc, data, answer_r, start)
+            if cgroup is not None and self.unsafe:
+                cgroup.add(proc.pid)  # it starts no process before it has the code
+            return self._communicate(proc, data, fds, start, cgroup)
         finally:
-            os.close(answer_r)
+            fds.close()
             if workdir:
                 workdir.cleanup()
 
     def _communicate(
-        self, proc: subprocess.Popen, data: bytes, answer_fd: int, start: float
+        self, proc: subprocess.Popen, data: bytes, fds: _Fds, start: float,
+        cgroup: RunCgroup | None,
     ) -> ExecResult:
+        """Move the sandbox into its cgroup, feed the code once the interpreter is ready,
+        collect the output, and clean up."""
         limits = self.limits
         deadline = start + limits.wall_time_s
         assert proc.stdin and proc.stdout and proc.stderr
         stdout_fd, stderr_fd = proc.stdout.fileno(), proc.stderr.fileno()
         out: dict[int, bytearray] = {stdout_fd: bytearray(), stderr_fd: bytearray()}
-        channel = bytearray()
+        channel, info = bytearray(), bytearray()
         selector = selectors.DefaultSelector()
-        for fd in (*out, answer_fd):
-            selector.register(fd, selectors.EVENT_READ)
+        for fd in (*out, fds.answer, fds.info):
+            if fd >= 0:
+                selector.register(fd, selectors.EVENT_READ)
         stdin_fd = proc.stdin.fileno()
         os.set_blocking(stdin_fd, False)
-        selector.register(stdin_fd, selectors.EVENT_WRITE)
         pending = memoryview(data)
+        ready = False
         stopped: ExecStatus | None = None
         try:
             while selector.get_map():
@@ -446,11 +614,23 @@ class Sandbox:
                             proc.stdin.close()
                         continue
                     chunk = os.read(fd, 65536)
+                    if fd == fds.info:
+                        info += chunk[:4096]
+                        if not chunk:
+                            selector.unregister(fd)
+                            self._enter_cgroup(cgroup, info, fds)
+                        continue
                     if not chunk:
                         selector.unregister(fd)
                         continue
-                    if fd == answer_fd:
-                        channel += chunk[: 1 << 20]
+                    if fd == fds.answer:
+                        channel += chunk
+                        if len(channel) > limits.answer_channel_bytes:
+                            stopped = ExecStatus.OUTPUT_LIMIT
+                            break
+                        if not ready and channel.startswith(b"ready\n"):
+                            ready = True
+                            selector.register(stdin_fd, selectors.EVENT_WRITE)
                         continue
                     out[fd] += chunk
                     if sum(len(b) for b in out.values()) > limits.max_output_bytes:
@@ -470,25 +650,45 @@ class Sandbox:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if not stream.closed:
                     stream.close()
+            out_of_memory = cgroup is not None and cgroup.oom_killed()
+            if cgroup is not None:
+                cgroup.remove()
         elapsed = time.monotonic() - start
-        return self._result(proc, stopped, out[stdout_fd], out[stderr_fd], channel, elapsed)
+        return self._result(
+            proc, stopped, out[stdout_fd], out[stderr_fd], channel, elapsed, out_of_memory)
+
+    @staticmethod
+    def _enter_cgroup(cgroup: RunCgroup | None, info: bytearray, fds: _Fds) -> None:
+        """Move bwrap's child (named in ``info``) into ``cgroup``, then let it go on."""
+        try:
+            child = json.loads(info.decode())["child-pid"]
+        except (ValueError, KeyError, TypeError):
+            child = None  # bwrap failed before it started the child; it reports why itself
+        if child is not None and cgroup is not None:
+            try:
+                cgroup.add(int(child))
+            except OSError as error:
+                raise SandboxError(f"could not move the sandbox into its cgroup: {error}") from None
+        fds.release_block()
+
+    def _answer(self, channel: bytearray) -> str | None:
+        """The last answer line of the channel, cut to ``max_answer_chars``."""
+        answer = None
+        for line in bytes(channel[: self.limits.answer_channel_bytes]).split(b"\n")[1:-1]:
+            if line.startswith(b"answer "):
+                try:
+                    answer = line[len(b"answer "):].decode("unicode_escape")
+                except UnicodeDecodeError:
+                    continue
+        return None if answer is None else answer[: self.limits.max_answer_chars]
 
     def _result(
         self, proc: subprocess.Popen, stopped: ExecStatus | None, stdout_b: bytearray,
-        stderr_b: bytearray, channel: bytearray, elapsed: float,
+        stderr_b: bytearray, channel: bytearray, elapsed: float, out_of_memory: bool,
     ) -> ExecResult:
         limits = self.limits
-        lines = channel.decode("utf-8", errors="replace").splitlines()
-        started = bool(lines) and lines[0] == "ready"
-        answer = None
-        for line in lines[1:]:
-            if line.startswith("answer "):
-                try:
-                    value = json.loads(line[len("answer "):])
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(value, str):
-                    answer = value
+        started = channel.startswith(b"ready\n")
+        answer = self._answer(channel)
         truncated = False
         if stopped is ExecStatus.OUTPUT_LIMIT:
             keep = limits.max_output_bytes
@@ -508,20 +708,30 @@ class Sandbox:
                 f"the sandbox failed to start Python (exit status {code}): "
                 f"{stderr.strip()[-2000:]}{hint}"
             )
+        memory_note = (f"(memory limit: {limits.memory_bytes >> 20} MiB for the whole run; a "
+                       "process of it was killed for going over)")
         if stopped is ExecStatus.TIMEOUT:
             status = stopped
             message = f"TimeoutError: the wall-time limit of {limits.wall_time_s:g} s was exceeded."
             code = None
         elif stopped is ExecStatus.OUTPUT_LIMIT:
             status = stopped
-            message = (f"[output truncated: the program printed more than "
-                       f"{limits.max_output_bytes} bytes and was stopped]")
+            if len(channel) > limits.answer_channel_bytes:
+                message = (f"[output truncated: the program wrote more than "
+                           f"{limits.answer_channel_bytes} bytes to the answer channel and was "
+                           "stopped]")
+            else:
+                message = (f"[output truncated: the program printed more than "
+                           f"{limits.max_output_bytes} bytes and was stopped]")
             code = None
         elif code == 0:
-            status, message = ExecStatus.OK, ""
+            status, message = ExecStatus.OK, memory_note if out_of_memory else ""
         elif "MemoryError" in stderr.strip().rsplit("\n", 1)[-1]:
             status = ExecStatus.MEMORY
-            message = f"(memory limit: {limits.memory_bytes >> 20} MiB)"
+            message = (f"(memory limit: {self._process_bytes >> 20} MiB for one process, "
+                       f"{limits.memory_bytes >> 20} MiB for the whole run)")
+        elif out_of_memory:
+            status, message = ExecStatus.MEMORY, memory_note
         elif code == 128 + signal.SIGXCPU:
             status = ExecStatus.TIMEOUT
             message = f"TimeoutError: the CPU-time limit of {limits.cpu_time_s} s was exceeded."
