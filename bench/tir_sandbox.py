@@ -1,70 +1,145 @@
-"""Throughput and latency of the TIR Math sandbox.
+"""Latency, isolation overhead and throughput of the TIR Math sandbox.
 
-Runs a trivial script and a numpy/sympy script through :class:`Sandbox`, serially and with
-parallel workers (threads, each execution its own sandbox), and prints executions per second
-and p50/p95 latency. The peer, measured in the same run, is the same interpreter started with
-the same resource limits but without bubblewrap (``unsafe=True``): the ratio column is the
-sandbox's throughput over the peer's, i.e. what isolation costs.
+Peers, measured in the same run and interleaved execution by execution so that a busy machine
+weighs on all of them alike:
 
-    python bench/tir_sandbox.py [--runs 40] [--workers 1,2,4]
+- ``sandbox``: :class:`Sandbox` as it ships (bubblewrap, and a cgroup where one can be made);
+- ``no-isolation``: the same interpreter, prelude and resource limits without bubblewrap or
+  cgroup (``unsafe=True, cgroups=False``); the isolation overhead is ``sandbox`` p50 minus this;
+- ``floor``: ``bwrap --unshare-all --ro-bind / / /bin/true`` against ``/bin/true``, what
+  bubblewrap itself costs;
+- with ``--before REV``: the sandbox of git revision ``REV`` (its ``sandbox.py`` and
+  ``_prelude.py``, loaded from ``git show``), and its own no-isolation peer.
+
+It prints p50/p95 latency of a trivial script for each, the overhead, the floor, and executions
+per second (the median of three rounds, the peers taking turns) of the trivial and a
+numpy/sympy script with 1 and 2 worker threads.
+
+    python bench/tir_sandbox.py [--runs 40] [--workers 1,2] [--before 6d305b1]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from arlarena_envs.tir_math.sandbox import ExecStatus, Sandbox
+from arlarena_envs.tir_math.sandbox import Sandbox
 
-SCRIPTS = {
-    "trivial": "print(sum(range(10)))",
-    "numpy+sympy": (
-        "import numpy as np, sympy as sp\n"
-        "a = np.random.default_rng(0).random((50, 50))\n"
-        "print(round(float(np.linalg.det(a @ a.T)), 3), sp.factorint(2**32 + 1))"
-    ),
-}
+TRIVIAL = "print(sum(range(10)))"
+NUMERIC = (
+    "import numpy as np, sympy as sp\n"
+    "a = np.random.default_rng(0).random((50, 50))\n"
+    "print(round(float(np.linalg.det(a @ a.T)), 3), sp.factorint(2**32 + 1))"
+)
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def measure(sandbox: Sandbox, code: str, runs: int, workers: int) -> tuple[float, float, float]:
-    """(executions per second, p50 ms, p95 ms) of ``runs`` executions on ``workers`` threads."""
+def load_revision(revision: str) -> object:
+    """The ``sandbox`` module of git ``revision`` (it imports only the standard library)."""
+    folder = Path(tempfile.mkdtemp(prefix="tir-before-"))
+    for name in ("sandbox.py", "_prelude.py"):
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:arlarena_envs/tir_math/{name}"],
+            check=True, capture_output=True, text=True).stdout
+        (folder / name).write_text(text)
+    spec = importlib.util.spec_from_file_location("tir_sandbox_before", folder / "sandbox.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
-    def one(_: int) -> float:
-        start = time.perf_counter()
-        result = sandbox.run(code)
-        if result.status is not ExecStatus.OK:
+
+def runner(box: object, code: str) -> Callable[[], None]:
+    def run() -> None:
+        result = box.run(code)  # type: ignore[attr-defined]
+        if not result.ok:
             raise RuntimeError(f"benchmark script failed: {result.output()}")
-        return time.perf_counter() - start
+    return run
 
+
+def command(argv: list[str]) -> Callable[[], None]:
+    return lambda: subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+
+
+def latencies(peers: dict[str, Callable[[], None]], runs: int) -> dict[str, list[float]]:
+    """``runs`` timings (seconds) of each peer, interleaved one execution at a time."""
+    times: dict[str, list[float]] = {name: [] for name in peers}
+    for _ in range(runs):
+        for name, run in peers.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def rate(run: Callable[[], None], runs: int, workers: int) -> float:
+    """Executions per second of ``runs`` executions on ``workers`` threads."""
     start = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        latencies = sorted(pool.map(one, range(runs)))
-    wall = time.perf_counter() - start
-    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
-    return runs / wall, statistics.median(latencies) * 1000, p95 * 1000
+        list(pool.map(lambda _: run(), range(runs)))
+    return runs / (time.perf_counter() - start)
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=40, help="executions per trivial cell "
-                        "(numpy+sympy cells run a quarter as many, at least 8)")
-    parser.add_argument("--workers", default="1,2,4", help="comma-separated thread counts")
+    parser.add_argument("--runs", type=int, default=40, help="executions per latency peer and "
+                        "per trivial throughput cell (numpy/sympy cells: a quarter, at least 8)")
+    parser.add_argument("--workers", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--before", help="a git revision whose sandbox is measured too")
     args = parser.parse_args()
-    logging.getLogger("arlarena_envs.tir_math.sandbox").setLevel(logging.ERROR)
-    sandboxes = {"bwrap": Sandbox(), "no-isolation": Sandbox(unsafe=True)}
+    logging.disable(logging.WARNING)
+    boxes = {"sandbox": Sandbox(), "no-isolation": Sandbox(unsafe=True, cgroups=False)}
+    if args.before:
+        before = load_revision(args.before)
+        boxes["before"] = before.Sandbox()  # type: ignore[attr-defined]
+        boxes["before no-isolation"] = before.Sandbox(unsafe=True)  # type: ignore[attr-defined]
+    print(f"memory bound: {boxes['sandbox'].memory_bound}")
+    peers = {name: runner(box, TRIVIAL) for name, box in boxes.items()}
+    peers["bwrap /bin/true"] = command(["bwrap", "--unshare-all", "--ro-bind", "/", "/",
+                                        "/bin/true"])
+    peers["/bin/true"] = command(["/bin/true"])
+    times = latencies(peers, args.runs)
+    print(f"\ntrivial script, {args.runs} interleaved executions each")
+    print(f"{'peer':<22} {'p50 ms':>8} {'p95 ms':>8}")
+    for name, values in times.items():
+        print(f"{name:<22} {p(values, 0.5):>8.1f} {p(values, 0.95):>8.1f}")
+    median = {name: p(values, 0.5) for name, values in times.items()}
+    print(f"\nisolation overhead (sandbox - no-isolation p50): "
+          f"{median['sandbox'] - median['no-isolation']:.1f} ms")
+    if args.before:
+        print(f"before ({args.before}): "
+              f"{median['before'] - median['before no-isolation']:.1f} ms")
+    print(f"floor (bwrap /bin/true - /bin/true p50): "
+          f"{median['bwrap /bin/true'] - median['/bin/true']:.1f} ms")
     workers = [int(w) for w in args.workers.split(",")]
-    print(f"{'script':<12} {'workers':>7} {'runs':>5} {'sandbox/s':>10} {'p50 ms':>8} "
-          f"{'p95 ms':>8} {'peer/s':>8} {'p50 ms':>8} {'ratio':>6}")
-    for name, code in SCRIPTS.items():
-        runs = args.runs if name == "trivial" else max(8, args.runs // 4)
+    print(f"\n{'script':<12} {'workers':>7} " + " ".join(f"{name + '/s':>22}" for name in boxes))
+    for script, code in (("trivial", TRIVIAL), ("numpy+sympy", NUMERIC)):
+        runs = args.runs if script == "trivial" else max(8, args.runs // 4)
         for count in workers:
-            rate, p50, p95 = measure(sandboxes["bwrap"], code, runs, count)
-            peer_rate, peer_p50, _ = measure(sandboxes["no-isolation"], code, runs, count)
-            print(f"{name:<12} {count:>7} {runs:>5} {rate:>10.1f} {p50:>8.0f} {p95:>8.0f} "
-                  f"{peer_rate:>8.1f} {peer_p50:>8.0f} {rate / peer_rate:>6.2f}")
+            rounds: dict[str, list[float]] = {name: [] for name in boxes}
+            for _ in range(3):
+                for name, box in boxes.items():
+                    rounds[name].append(rate(runner(box, code), runs, count))
+            rates = {name: statistics.median(values) for name, values in rounds.items()}
+            line = " ".join(f"{value:>22.1f}" for value in rates.values())
+            ratio = (f"   sandbox/before {rates['sandbox'] / rates['before']:.2f}x"
+                     if args.before else "")
+            print(f"{script:<12} {count:>7} {line}{ratio}")
 
 
 if __name__ == "__main__":

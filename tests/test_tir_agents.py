@@ -7,6 +7,7 @@ import gymnasium as gym
 import arlarena_envs  # noqa: F401  (registers the ids)
 from wrappers import PromptWrapper
 from wrappers.agents.base import Agent, AgentRequest, make_agent
+from wrappers.agents.continuation import continuation_of
 from wrappers.agents.math_scripted import MathCoderAgent, solution_code
 
 TASKS = 30
@@ -32,14 +33,40 @@ def test_math_coder_solves_generated_arithmetic() -> None:
     accuracy = sum(f["won"] for f in finals) / len(finals)
     assert accuracy >= 0.95, [(f["task"], f["prediction"], f["reference"]) for f in finals
                               if not f["won"]]
-    assert all(f["tool_calls"] == 1 for f in finals)
+    assert all(f["turns"] == 2 for f in finals)
     assert len({f["task_type"] for f in finals}) >= 8
 
 
 def test_math_random_scores_about_zero() -> None:
     finals = play(make_agent("math-random", seed=3), range(TASKS))
     assert sum(f["won"] for f in finals) <= 2
-    assert all(f["tool_calls"] == 0 and f["prediction"] is not None for f in finals)
+    assert all(f["turns"] == 1 and f["prediction"] is not None for f in finals)
+
+
+def test_a_scripted_episode_has_the_studys_shape() -> None:
+    """One continuing response: cut after its first block, the execution result appended, the
+    end on a printed box; the user prompt never changes and the response so far follows it."""
+    env = PromptWrapper(gym.make("ARLArena/TIRMath-v0", dataset="arithmetic"))
+    agent = MathCoderAgent()
+    prompt, info = env.reset(seed=4)
+    question, user = info["task"], prompt
+    script = solution_code(question)
+    replies, transcripts = [], []
+    done = False
+    while not done:
+        request = AgentRequest(prompt, info)
+        assert continuation_of(request) == (user, info["response_prefix"])
+        replies.append(agent.act([request])[0])
+        prompt, reward, terminated, truncated, info = env.step(replies[-1])
+        transcripts.append(info["response_prefix"])
+        done = terminated or truncated
+    first = f"I will compute the answer with Python.\n```python\n{script}\n```"
+    assert replies[0] == first + "\nOnce it has run, I will report the result."
+    assert transcripts[0] == first + "\nCode execution result: 1380\n\n"
+    second = "The script printed the answer.\n```python\nfinal_answer('1380')\n```"
+    assert transcripts[1] == transcripts[0] + second + "\nCode execution result: \\boxed{1380}\n\n"
+    assert prompt == user + transcripts[1]
+    assert (reward, terminated, info["won"], info["turns"]) == (1.0, True, True, 2)
 
 
 def test_math_coder_gives_up_honestly_on_word_problems() -> None:

@@ -32,14 +32,12 @@ def test_check_env_passes() -> None:
     check_env(TIRMathEnv(dataset="arithmetic", sandbox_limits=FAST), skip_render_check=True)
 
 
-def test_registered_with_a_turn_limit() -> None:
+def test_registered_with_the_studys_turn_limit() -> None:
     env = gym.make("ARLArena/TIRMath-v0", dataset="arithmetic", sandbox_limits=FAST)
-    assert env.spec.max_episode_steps == 5
+    assert env.spec.max_episode_steps == 5 and env.unwrapped.max_turns == 5
     env.reset(seed=0)
-    for turn in range(5):
-        *_, terminated, truncated, info = env.step("thinking aloud, no code yet")
-        assert not terminated and truncated == (turn == 4)
-        assert info["action_is_valid"] is False
+    *_, terminated, truncated, info = env.step("thinking aloud, no code yet")
+    assert terminated and not truncated and info["action_is_valid"] is False
 
 
 def test_reset_picks_tasks_reproducibly(env: TIRMathEnv) -> None:
@@ -57,79 +55,115 @@ def test_reset_picks_tasks_reproducibly(env: TIRMathEnv) -> None:
         env.reset(options={"dataset": "champ", "index": 10_000})
 
 
-def test_code_runs_and_the_result_is_spliced_in(env: TIRMathEnv) -> None:
+def result(output: str) -> str:
+    return f"\nCode execution result: {output}\n"
+
+
+def test_a_step_is_cut_after_its_first_block_and_continued(env: TIRMathEnv) -> None:
     env.reset(seed=0)
-    turn = code("print(6 * 7)") + "Now I know."
+    first = code("print(6 * 7)")
+    turn = first + "So far so good.\n```python\nprint('never runs')\n```\n"
     obs, reward, terminated, truncated, info = env.step(turn)
-    assert obs == "\n\n" + code("print(6 * 7)") + "Code execution result: 42\n\nNow I know."
+    assert obs == first.rstrip("\n") + result("42\n")
     assert (reward, terminated, truncated) == (0.0, False, False)
-    assert info["anchor"] == obs and info["tool_calls"] == 1 and info["exec_status"] == ["ok"]
-    obs2, *_ = env.step(code("print(1/0)"))
-    assert obs2.startswith(obs) and "ZeroDivisionError" in obs2
-    assert "Code execution result: Traceback" in obs2
+    assert info["response_cut"] == len(first) - 1 and info["continuation"] == result("42\n")
+    assert info["anchor"] == info["response_prefix"] == obs and info["exec_status"] == "ok"
+    obs2, *_, info = env.step("Next:\n```py\nprint(2 ** 10)\n```")
+    assert obs2 == obs + "Next:\n```py\nprint(2 ** 10)\n```" + result("1024\n")
 
 
-def test_boxed_answer_ends_the_episode(env: TIRMathEnv) -> None:
-    _, info = env.reset(seed=5)
-    _, reward, terminated, truncated, info = env.step(f"So \\boxed{{{info['reference']}}}.")
-    assert (reward, terminated, truncated, info["won"]) == (1.0, True, False, True)
-    assert info["prediction"] == info["reference"]
-    _, info = env.reset(seed=6)
-    *_, reward, terminated, _, info = env.step("\\boxed{definitely wrong}")
-    assert (reward, terminated, info["won"]) == (0.0, True, False)
+def test_tool_output_rules(env: TIRMathEnv) -> None:
+    cases = {
+        "print(1 / 0)": "ZeroDivisionError: division by zero",
+        "import sys\nprint('hidden')\nprint('warn', file=sys.stderr)": "warn",
+        "x = 1": "",
+        "import sys\nsys.exit(3)": "interpreter timeout",
+        "import time\nprint('partial', flush=True)\ntime.sleep(60)": "Timeout",
+    }
+    for source, shown in cases.items():
+        env.reset(seed=0)
+        obs, *_ = env.step(code(source))
+        assert obs.endswith(f"```{result(shown)}"), (source, obs)
+    env.reset(seed=0)
+    obs, *_ = env.step(code("print('a' * 300 + 'b' * 300, end='')"))
+    assert obs.endswith(result("a" * 256 + "\n..._This content has been truncated to stay below "
+                               "512 characters_...\n" + "b" * 256))
 
 
-def test_a_boxed_answer_in_prose_wins_over_code(env: TIRMathEnv) -> None:
-    _, info = env.reset(seed=1)
-    turn = code("final_answer(-123456789)") + f"\\boxed{{{info['reference']}}}"
-    *_, reward, terminated, _, info = env.step(turn)
-    assert reward == 1.0 and terminated and info["tool_calls"] == 0
-    env.reset(seed=1)
-    boxed_in_code = code("print('\\\\boxed{1}')")
-    *_, terminated, _, info = env.step(boxed_in_code)
-    assert not terminated and info["tool_calls"] == 1
-
-
-def test_final_answer_in_code_ends_the_episode(env: TIRMathEnv) -> None:
+def test_an_episode_ends_on_a_printed_box(env: TIRMathEnv) -> None:
     _, info = env.reset(seed=2)
     reference = info["reference"]
-    turn = code(f"final_answer({reference!r})") + code("print('never runs')")
-    obs, reward, terminated, _, info = env.step(turn)
-    assert reward == 1.0 and terminated and info["prediction"] == reference
-    assert info["tool_calls"] == 1 and obs.count("Code execution result") == 1
+    obs, reward, terminated, _, info = env.step(code(f"final_answer({reference!r})"))
+    assert obs.endswith(result(f"\\boxed{{{reference}}}\n"))
+    assert (reward, terminated, info["won"], info["prediction"]) == (1.0, True, True, reference)
+    env.reset(seed=2)
+    *_, terminated, _, _ = env.step(code("print('\\\\boxed' + '{1}')"))
+    assert terminated
 
 
-def test_tool_call_limit(env: TIRMathEnv) -> None:
-    limited = TIRMathEnv(dataset="arithmetic", max_tool_calls=2, sandbox_limits=FAST)
-    limited.reset(seed=0)
-    turn = "".join(code(f"print({i})", f"step {i}") for i in range(3))
-    obs, _, terminated, _, info = limited.step(turn)
-    assert info["exec_status"] == ["ok", "ok", "skipped"] and info["tool_calls"] == 2
-    assert "limit of 2 code executions" in obs and not terminated
-    assert "Code execution result: 0" in obs and "Code execution result: 1" in obs
+def test_an_episode_ends_on_a_box_or_a_step_without_code(env: TIRMathEnv) -> None:
+    _, info = env.reset(seed=5)
+    obs, reward, terminated, _, info = env.step(f"So \\boxed{{{info['reference']}}}.")
+    assert (reward, terminated, info["continuation"]) == (1.0, True, "")
+    _, info = env.reset(seed=5)
+    boxed_code = code("print(1)", f"It is \\boxed{{{info['reference']}}}, checking:")
+    obs, reward, terminated, _, info = env.step(boxed_code)
+    assert terminated and reward == 1.0 and obs.endswith(result("1\n"))
+    _, info = env.reset(seed=4)
+    obs, reward, terminated, _, info = env.step(f"I think it is {info['reference']}")
+    assert terminated and obs.endswith("\n") and info["action_is_valid"] is False
+    assert reward == 1.0, "the study's grader falls back to the last number"
 
 
-def test_non_python_blocks_do_not_run(env: TIRMathEnv) -> None:
-    env.reset(seed=0)
-    turn = "```output\n42\n```\n```bash\nrm -rf /\n```\n```python\nprint('ran')\n```"
-    obs, *_, info = env.step(turn)
-    assert info["exec_status"] == ["ok"] and obs.count("Code execution result") == 1
+def test_the_strict_grader_wants_a_box_outside_code() -> None:
+    strict = TIRMathEnv(dataset="arithmetic", grader="strict", sandbox_limits=FAST)
+    _, info = strict.reset(seed=4)
+    *_, reward, terminated, _, info = strict.step(f"I think it is {info['reference']}")
+    assert terminated and reward == 0.0 and info["grader"] == "strict"
+    _, info = strict.reset(seed=6)
+    *_, reward, _, _, info = strict.step(code(f"final_answer({info['reference']!r})"))
+    assert reward == 1.0
 
 
-def test_context_budget_truncates_without_running_code() -> None:
+def test_turn_limit_truncates_and_still_grades() -> None:
+    short = TIRMathEnv(dataset="arithmetic", max_turns=3, sandbox_limits=FAST)
+    _, info = short.reset(seed=4)
+    steps = [short.step(code(f"print({info['reference']!r})")) for _ in range(3)]
+    assert [s[2:4] for s in steps] == [(False, False), (False, False), (False, True)]
+    assert steps[1][4]["continuation"].endswith("\n\n\n"), "the notice before the last turn"
+    assert steps[2][1] == 1.0, "the last printed number is the study's answer"
+
+
+def test_a_warning_hides_the_printed_answer_as_in_the_study(env: TIRMathEnv) -> None:
+    _, info = env.reset(seed=2)
+    source = f"import sys\nprint('careful', file=sys.stderr)\nfinal_answer({info['reference']!r})"
+    obs, _, terminated, _, _ = env.step(code(source))
+    assert obs.endswith(result("careful")) and terminated
+    full = TIRMathEnv(dataset="arithmetic", tool_output="full", sandbox_limits=FAST)
+    full.reset(seed=2)
+    obs, reward, terminated, _, _ = full.step(code(source))
+    assert obs.endswith(result(f"\\boxed{{{info['reference']}}}\ncareful")) and reward == 1.0
+
+
+def test_context_budget_truncates() -> None:
     small = TIRMathEnv(dataset="arithmetic", max_context_chars=300, sandbox_limits=FAST)
     small.reset(seed=0)
-    obs, reward, terminated, truncated, info = small.step(code("print(1)", "x" * 400))
-    assert (reward, terminated, truncated) == (0.0, False, True)
-    assert info["tool_calls"] == 0 and len(obs) <= 300
+    obs, _, terminated, truncated, _ = small.step(code("print(1)", "x" * 400))
+    assert (terminated, truncated) == (False, True) and len(obs) == 300
     after = small.step("\\boxed{1}")
     assert after[:4] == (obs, 0.0, True, False) and after[4]["action_is_valid"] is False
 
 
-def test_long_outputs_are_cut_for_the_model(env: TIRMathEnv) -> None:
+def test_tool_output_is_cut_to_tokens() -> None:
+    from arlarena_baselines.trainer.models import smollm2_tokenizer
+
+    tokenizer = smollm2_tokenizer()
+    env = TIRMathEnv(dataset="arithmetic", tokenizer=tokenizer, max_output_tokens=20,
+                     sandbox_limits=FAST)
     env.reset(seed=0)
-    obs, *_ = env.step(code("print('y' * 50_000)"))
-    assert len(obs) < env.max_output_chars + 200 and "characters cut" in obs
+    *_, info = env.step(code("print(' '.join(str(i) for i in range(100)))"))
+    ids = tokenizer.encode(info["continuation"], add_special_tokens=False)
+    assert len(ids) <= 21 and info["continuation"].startswith(result("0 1 2")[:-1])
 
 
 def test_hostile_actions_never_raise(env: TIRMathEnv) -> None:
@@ -143,22 +177,22 @@ def test_hostile_actions_never_raise(env: TIRMathEnv) -> None:
 
 
 def test_answers_are_capped_however_they_arrive(env: TIRMathEnv) -> None:
-    forged = ("import os\nfor fd in [int(f) for f in os.listdir('/proc/self/fd') if int(f) > 2]:"
-              "\n    try:\n        os.write(fd, b'answer ' + b'7' * 50_000 + b'\\n')"
-              "\n    except OSError:\n        pass\nfinal_answer('7' * 50_000)")
-    for turn in (f"So \\boxed{{{'7' * 500_000}}}", code(forged)):
+    for turn in (f"So \\boxed{{{'7' * 500_000}}}", code("final_answer('7' * 50_000)"),
+                 f"{'7' * 500_000} is my guess"):
         env.reset(seed=0)
-        *_, terminated, _, info = env.step(turn)
-        assert terminated and info["prediction"] == "7" * MAX_ANSWER_CHARS, (info, turn[:300])
+        *_, terminated, truncated, info = env.step(turn)
+        assert terminated or truncated
+        assert info["prediction"] and len(info["prediction"]) <= MAX_ANSWER_CHARS
 
 
-def test_the_prompt_is_the_template_then_the_conversation(env: TIRMathEnv) -> None:
+def test_the_prompt_is_the_studys_then_the_response_so_far(env: TIRMathEnv) -> None:
     wrapped = PromptWrapper(env)
     prompt, info = wrapped.reset(seed=4)
     template = render_prompt("tir_math", task=info["task"], observation="")
-    assert prompt == template and prompt.endswith("User Question: " + info["task"])
-    prompt2, *_ = wrapped.step(code("print(2 ** 5)"))
-    assert prompt2 == template + "\n\n" + code("print(2 ** 5)") + "Code execution result: 32\n\n"
+    assert prompt == template and prompt.endswith("User Question:\n" + info["task"])
+    assert "```py\nanswer = 5 + 3 + 1294.678\nfinal_answer(answer)\n```" in prompt
+    prompt2, *_, info = wrapped.step(code("print(2 ** 5)"))
+    assert prompt2 == template + info["response_prefix"]
     prompt3, reward, terminated, _, info = wrapped.step(f"\\boxed{{{info['reference']}}}")
     assert prompt3.startswith(prompt2) and reward == 1.0 and terminated and info["format_ok"]
 
@@ -173,13 +207,18 @@ def test_dataset_from_a_file(tmp_path: Path) -> None:
 
 
 def test_expert_action_wins_on_champ() -> None:
-    champ = TIRMathEnv(dataset="champ", sandbox_limits=FAST)
-    wins = []
-    for seed in range(0, 200, 5):
-        champ.reset(seed=seed)
-        wins.append(champ.step(champ.expert_action())[1])
-    assert sum(wins) == len(wins)
-    assert champ.expert_action() is None
+    """The strict grader accepts every boxed reference; the study's parser drops unit words
+    (``m``, ``a``, ``c``) from a few of CHAMP's references and so rejects them."""
+    verdicts = {}
+    for grader in ("strict", "study"):
+        champ = TIRMathEnv(dataset="champ", grader=grader, sandbox_limits=FAST)
+        wins = []
+        for seed in range(0, 200, 5):
+            champ.reset(seed=seed)
+            wins.append(champ.step(champ.expert_action())[1])
+        verdicts[grader] = sum(wins) / len(wins)
+        assert champ.expert_action() is None
+    assert verdicts["strict"] == 1.0 and 0.9 <= verdicts["study"] < 1.0
 
 
 def test_bad_arguments() -> None:

@@ -88,8 +88,8 @@ def test_final_answer_is_recorded_and_stops_the_program(sandbox: Sandbox) -> Non
 
 
 def test_numpy_and_sympy_import() -> None:
-    result = Sandbox(SandboxLimits(wall_time_s=20.0)).run("import numpy as np, sympy as sp\nprint(int(np.arange(5).sum()), "
-                         "sp.simplify(sp.sqrt(8)))")
+    result = Sandbox(SandboxLimits(wall_time_s=20.0)).run(
+        "import numpy as np, sympy as sp\nprint(int(np.arange(5).sum()), sp.simplify(sp.sqrt(8)))")
     assert result.ok, result.stderr
     assert result.stdout == "10 2*sqrt(2)\n"
 

@@ -88,19 +88,20 @@ TEMPLATES: dict[str, Template] = {
         _quoted(", "),
     ),
     "tir_math": Template(
+        # The study's prompt, line for line (recipe/math_agent/config/math_agent_trainer.yaml,
+        # data.prompt), then the question; in the chat form the response so far follows.
         "Solve the following problem step by step. You now have the ability to selectively write "
         "executable Python code to enhance your reasoning process. The Python code will be "
         "executed by an external sandbox, and the output (after \"Code execution result: \") is "
         "returned to aid your reasoning and help you arrive at the final answer. The Python code "
-        "should be complete scripts, including necessary imports. Code Format: Each code snippet "
-        "is wrapped between triple backticks. You need to use 'print()' to output intermediate "
-        "results. Answer Format: You can use the 'final_answer()' function in the code to return "
-        "your final answer. For example, to answer the User Question: What is the result of the "
-        "5 + 3 + 1294.678?, you can write: answer = 5 + 3 + 1294.678 final_answer(answer) You "
-        "can also use \\boxed to return your answer. The last part of your response should be: "
-        "\\boxed{{'The final answer goes here.'}} User Question: {task_description}"
-        # The env's observation: the conversation so far (empty on the first turn).
-        "{current_observation}",
+        "should be complete scripts, including necessary imports.\n\nCode Format:\nEach code "
+        "snippet is wrapped between ```. You need to use `print()` to output intermediate "
+        "results.\n\nAnswer Format:\nYou can use the `final_answer()` function in the code to "
+        "return your final answer. For example, to answer the User Question: What is the result "
+        "of the 5 + 3 + 1294.678?, you can write:\n```py\nanswer = 5 + 3 + 1294.678\n"
+        "final_answer(answer)\n```\n\nYou can also use \\boxed to return your answer. The last "
+        "part of your response should be:\n\\boxed{{'The final answer goes here.'}}\n\nUser "
+        "Question:\n{task_description}{current_observation}",
         _quoted(", "),
     ),
 }

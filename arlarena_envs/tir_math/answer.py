@@ -1,7 +1,8 @@
 """Final answers: pull them out of a response and decide whether they equal the reference.
 
 Holds :func:`extract_boxed` (the last ``\\boxed{...}``, nested braces included),
-:func:`clean_answer` and :func:`is_equivalent`.
+:func:`clean_answer`, :func:`is_equivalent` and :func:`verify_study` (the study's comparison,
+for :mod:`arlarena_envs.tir_math.grader`).
 
 Equivalence is decided, cheapest first, by: identical text (ignoring spaces and case); plain
 numbers (integers and fractions exactly, decimals within 1e-6, relative beyond 1); word answers
@@ -24,7 +25,7 @@ import threading
 from fractions import Fraction
 from pathlib import Path
 
-__all__ = ["clean_answer", "extract_boxed", "is_equivalent"]
+__all__ = ["clean_answer", "extract_boxed", "is_equivalent", "verify_study"]
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\b\s*")
 _NUMBER = re.compile(
@@ -139,6 +140,12 @@ def is_equivalent(prediction: str | None, reference: str, *, timeout_s: float = 
     return _WORKER.equal(ref.replace("**", "^"), pred.replace("**", "^"), timeout_s)
 
 
+def verify_study(gold: str, target: str, timeout_s: float = 5.0) -> bool:
+    """The study's math-verify check of two ``\\boxed{}`` answers (see
+    :mod:`arlarena_envs.tir_math.grader`), in the helper process."""
+    return _WORKER.equal(gold, target, timeout_s, mode="study")
+
+
 class _VerifyWorker:
     """A helper process that runs math-verify (see the module docs); thread-safe."""
 
@@ -178,11 +185,12 @@ class _VerifyWorker:
             self._proc.wait()
             self._proc = None
 
-    def equal(self, gold: str, pred: str, timeout_s: float) -> bool:
+    def equal(self, gold: str, pred: str, timeout_s: float, mode: str = "verify") -> bool:
         with self._lock:
             proc = self._start()
             assert proc.stdin and proc.stdout
-            request = {"gold": gold[:20_000], "pred": pred[:20_000], "timeout": timeout_s}
+            request = {"gold": gold[:20_000], "pred": pred[:20_000], "timeout": timeout_s,
+                       "mode": mode}
             try:
                 proc.stdin.write(json.dumps(request) + "\n")
                 proc.stdin.flush()

@@ -5,35 +5,46 @@ from __future__ import annotations
 from typing import Any
 
 from arlarena_envs.base import MAX_OBS_CHARS, TextEnv, coerce_action
-from arlarena_envs.tir_math.answer import extract_boxed, is_equivalent
 from arlarena_envs.tir_math.data import MathTask, TaskSet, load_taskset
-from arlarena_envs.tir_math.sandbox import MAX_ANSWER_CHARS, Sandbox, SandboxLimits
-from arlarena_envs.tir_math.turns import CodeBlock, find_code_blocks, prose, render_turn
+from arlarena_envs.tir_math.grader import GRADERS, grade
+from arlarena_envs.tir_math.sandbox import MAX_ANSWER_CHARS, ExecStatus, Sandbox, SandboxLimits
+from arlarena_envs.tir_math.turns import (
+    FINAL_ANSWER_DEF,
+    RESULT_PREFIX,
+    cut_point,
+    first_code,
+    tool_output,
+)
 
-__all__ = ["TIRMathEnv"]
+__all__ = ["TOOL_OUTPUTS", "TIRMathEnv"]
 
-TURN_SEPARATOR = "\n\n"
-"""What precedes each turn in the transcript (the observation)."""
+TOOL_OUTPUTS = ("study", "full")
+"""How an execution is shown: the study's rules, or ARLArena's stdout + stderr tail."""
 
 
 class TIRMathEnv(TextEnv):
-    """Solve a maths problem, optionally running Python in a sandbox, and box the answer.
+    """Solve a maths problem in one continuing response, running Python in a sandbox.
 
-    One step is one model turn (the raw response text). The turn's fenced Python blocks run in
-    order, each in a fresh sandbox, and their output is spliced in after each block as
-    ``Code execution result: <output>``. The episode ends when a turn gives a final answer --
-    the last ``\\boxed{...}`` outside code blocks (then the turn's code is not run), or a
-    ``final_answer(x)`` call in its code (later blocks do not run) -- with reward 1 if the answer
-    is equivalent to the reference (``math-verify``), else 0. At most ``max_tool_calls`` blocks
-    run per episode; later ones get a notice instead of output. A turn that would take the
-    transcript past ``max_context_chars`` ends the episode as truncated, without running code.
+    The study's protocol (``recipe/math_agent/agent_utils.py``): the episode is one assistant
+    response that the model writes in turns. One step is the model's new text. It is kept up
+    to the end of its first code block (```` ``` ````, ```` ```py ```` or ```` ```python ````;
+    what follows is dropped), that block runs in a fresh sandbox (after a ``final_answer(x)``
+    that prints ``\\boxed{x}``), and ``\\nCode execution result: <output>\\n`` is appended, so
+    that the next step continues the same text. The output is stderr's last line if there is
+    any, else stdout, cut to 512 characters (head and tail) and, given ``tokenizer``, to 256
+    tokens; ``Timeout`` on a timeout. The episode ends at a step with no code block, at one
+    whose kept text holds ``\\boxed{``, at one whose printed output holds ``\\boxed{``, after
+    ``max_turns`` steps (truncated), or when the transcript would pass ``max_context_chars``
+    (truncated). The last step's reward is 1 if the whole transcript's answer equals the
+    reference by ``grader`` (``study``: the study's; ``strict``: ARLArena's), else 0.
 
-    The observation is the transcript after the question: empty after ``reset``, then every turn
-    so far with its results, each turn preceded by a blank line. The ``tir_math`` template puts
-    it right after the question, so the prompt on turn k is the question followed by the
-    conversation so far. ``info["task"]`` is the question, ``info["reference"]`` the reference
-    answer (for evaluation; it never appears in the observation), ``info["dataset"]`` the
-    set's name. ``reset(seed=s)`` picks task ``s % len(set)``; ``options`` may pick
+    The observation is the transcript so far (the response with its tool outputs; empty after
+    ``reset``). ``info["response_prefix"]`` is the same text, for agents that continue the
+    response; ``info["response_cut"]`` the number of characters of the step's text kept and
+    ``info["continuation"]`` the text appended after them (a trainer builds the next prompt's
+    tokens from those two). ``info["task"]`` is the question, ``info["reference"]`` the
+    reference answer (for evaluation; it never appears in the observation), ``info["dataset"]``
+    the set's name. ``reset(seed=s)`` picks task ``s % len(set)``; ``options`` may pick
     ``dataset`` (or ``split``: a built-in set or a file path), ``level`` and ``index``.
 
     Example:
@@ -42,10 +53,12 @@ class TIRMathEnv(TextEnv):
         >>> obs, info = env.reset(seed=0, options={"index": 1})
         >>> obs, info["dataset"], info["admissible_actions"]
         ('', 'arithmetic', [])
-        >>> turn = "```python\\nprint(6 * 7)\\n```"
+        >>> turn = "Let me compute.\\n```python\\nprint(6 * 7)\\n```\\nThis part is dropped."
         >>> obs, reward, terminated, truncated, info = env.step(turn)
-        >>> obs.endswith("Code execution result: 42\\n"), reward, terminated
-        (True, 0.0, False)
+        >>> obs == turn[:info["response_cut"]] + info["continuation"]
+        True
+        >>> terminated, info["response_cut"], info["continuation"]
+        (False, 42, '\\nCode execution result: 42\\n\\n')
     """
 
     prompt_template = "tir_math"
@@ -56,9 +69,13 @@ class TIRMathEnv(TextEnv):
         self,
         dataset: str = "train",
         level: int | None = None,
-        max_tool_calls: int = 4,
+        max_turns: int = 5,
         max_context_chars: int = 32_000,
-        max_output_chars: int = 2_000,
+        max_output_chars: int = 512,
+        max_output_tokens: int = 256,
+        tokenizer: Any = None,
+        grader: str = "study",
+        tool_output: str = "study",
         sandbox_limits: SandboxLimits | dict[str, Any] | None = None,
         unsafe_sandbox: bool | None = None,
         answer_timeout_s: float = 5.0,
@@ -69,9 +86,15 @@ class TIRMathEnv(TextEnv):
             dataset: a built-in set (``train``, ``arithmetic``, ``gen_eval``, ``champ``) or a
                 ``.jsonl``/``.json``/``.parquet`` file of problems and answers.
             level: restrict a generated set to one difficulty level.
-            max_tool_calls: code executions allowed per episode.
+            max_turns: steps per episode (the study's ``max_turns``).
             max_context_chars: budget of the transcript (the observation), in characters.
             max_output_chars: each execution's output is cut to this many characters.
+            max_output_tokens: ... and then to this many tokens of ``tokenizer``.
+            tokenizer: the policy's tokenizer (an object with ``encode``/``decode``, or a name
+                or path for ``transformers.AutoTokenizer``); ``None``: no token cut.
+            grader: ``study`` (the study's grader) or ``strict`` (ARLArena's).
+            tool_output: ``study`` (its rules) or ``full`` (ARLArena's: stdout, then stderr's
+                tail and any limit hit, cut in the middle to ``max_output_chars``).
             sandbox_limits: :class:`SandboxLimits` (or its fields as a dict).
             unsafe_sandbox: run code without bubblewrap (see :class:`Sandbox`); ``None`` reads
                 ``ARLARENA_UNSAFE_SANDBOX``.
@@ -81,23 +104,30 @@ class TIRMathEnv(TextEnv):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         if not 0 < max_context_chars <= MAX_OBS_CHARS:
             raise ValueError(f"max_context_chars must be in (0, {MAX_OBS_CHARS}]")
-        if max_tool_calls < 0 or max_output_chars < 1:
-            raise ValueError("max_tool_calls must be >= 0 and max_output_chars >= 1")
+        if max_turns < 1 or max_output_chars < 1 or max_output_tokens < 1:
+            raise ValueError("max_turns, max_output_chars and max_output_tokens must be >= 1")
+        if grader not in GRADERS or tool_output not in TOOL_OUTPUTS:
+            raise ValueError(f"grader must be one of {GRADERS} and tool_output one of "
+                             f"{TOOL_OUTPUTS}")
         if isinstance(sandbox_limits, dict):
             sandbox_limits = SandboxLimits(**sandbox_limits)
         self.render_mode = render_mode
         self.dataset = dataset
         self.level = level
-        self.max_tool_calls = int(max_tool_calls)
+        self.max_turns = int(max_turns)
         self.max_context_chars = int(max_context_chars)
         self.max_output_chars = int(max_output_chars)
+        self.max_output_tokens = int(max_output_tokens)
+        self.tokenizer = _load_tokenizer(tokenizer)
+        self.grader = grader
+        self.tool_output = tool_output
         self.answer_timeout_s = float(answer_timeout_s)
         self.sandbox = Sandbox(sandbox_limits, unsafe=unsafe_sandbox)
         self._tasks: TaskSet = load_taskset(dataset, level)
         self._tasks_key: tuple[str, int | None] = (dataset, level)
         self._task: MathTask | None = None
         self._transcript = ""
-        self._tool_calls = 0
+        self._turns = 0
         self._done = False
         self._prediction: str | None = None
         self._won = False
@@ -109,22 +139,24 @@ class TIRMathEnv(TextEnv):
             raise RuntimeError("call reset() before using the environment")
         return self._task
 
-    def _info(self, action_is_valid: bool | None = None, **extra: Any) -> dict[str, Any]:
+    def _info(self, **extra: Any) -> dict[str, Any]:
         task = self.task
         return self.make_info(
             task=task.question,
             admissible_actions=[],
             won=self._won,
             anchor=self._transcript,
-            action_is_valid=action_is_valid,
             dataset=task.dataset,
             task_type=task.task_type,
             level=task.level,
             task_index=task.index,
             reference=task.answer,
             prediction=self._prediction,
-            tool_calls=self._tool_calls,
+            grader=self.grader,
+            tool_output=self.tool_output,
+            turns=self._turns,
             context_chars=len(self._transcript),
+            response_prefix=self._transcript,
             **extra,
         )
 
@@ -147,65 +179,62 @@ class TIRMathEnv(TextEnv):
         else:
             index = int(self.np_random.integers(len(self._tasks)))
         self._task = self._tasks[index]
-        self._transcript, self._tool_calls, self._done = "", 0, False
+        self._transcript, self._turns, self._done = "", 0, False
         self._prediction, self._won = None, False
-        return self._transcript, self._info()
+        return self._transcript, self._info(action_is_valid=None)
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Run one model turn (see the class docs)."""
+        """Run one step of the response (see the class docs)."""
         text = coerce_action(action)
         if self._done:
-            info = self._info(action_is_valid=False, exec_status=[])
+            info = self._info(action_is_valid=False, exec_status=None, response_cut=0,
+                              continuation="")
             return self._transcript, 0.0, True, False, info
-        blocks = [b for b in find_code_blocks(text) if b.runnable]
-        answer = extract_boxed(prose(text))
-        room = self.max_context_chars - len(self._transcript) - len(TURN_SEPARATOR)
-        statuses: list[str] = []
-        truncated = False
-        if answer is None and len(text) > room:
-            rendered, truncated = text, True
-        elif answer is None:
-            rendered, answer = self._run_blocks(text, blocks, statuses)
-        else:
-            rendered = text
-        self._transcript = (self._transcript + TURN_SEPARATOR + rendered)[: self.max_context_chars]
-        terminated = answer is not None
-        full = len(self._transcript) >= self.max_context_chars
-        truncated = not terminated and (truncated or full)
-        if terminated:
-            self._prediction = answer = answer[:MAX_ANSWER_CHARS]
-            self._won = is_equivalent(answer, self.task.answer, timeout_s=self.answer_timeout_s)
+        kept = text[: cut_point(text)]
+        code = first_code(kept)
+        boxed = "\\boxed{" in kept
+        status, printed, continuation = None, "", ""
+        if code is not None:
+            result = self.sandbox.run(FINAL_ANSWER_DEF + code)
+            status, printed = result.status.value, result.stdout
+            continuation = self._show(result)
+        elif not boxed:
+            continuation = "\n"  # the study's notice for a step with neither code nor answer
+        self._turns += 1
+        if self._turns == self.max_turns - 1 and continuation:
+            continuation += "\n"  # the study's notice before the last turn
+        room = self.max_context_chars - len(self._transcript)
+        full = len(kept) + len(continuation) > room
+        self._transcript = (self._transcript + kept + continuation)[: self.max_context_chars]
+        terminated = code is None or boxed or "\\boxed{" in printed
+        truncated = not terminated and (full or self._turns >= self.max_turns)
         self._done = terminated or truncated
-        valid = answer is not None or bool(blocks)
-        reward = 1.0 if self._won else 0.0
-        info = self._info(action_is_valid=valid, exec_status=statuses)
+        reward = 0.0
+        if self._done:
+            prediction, self._won = grade(
+                self._transcript, self.task.answer, self.grader, timeout_s=self.answer_timeout_s)
+            self._prediction = None if prediction is None else prediction[:MAX_ANSWER_CHARS]
+            reward = 1.0 if self._won else 0.0
+        info = self._info(action_is_valid=code is not None or boxed,
+                          exec_status=status, response_cut=len(kept), continuation=continuation)
         return self._transcript, reward, terminated, truncated, info
 
-    def _run_blocks(
-        self, text: str, blocks: list[CodeBlock], statuses: list[str]
-    ) -> tuple[str, str | None]:
-        """Execute ``blocks`` in order; the turn with results spliced in, and any final answer."""
-        outputs = []
-        answer = None
-        for block in blocks:
-            if self._tool_calls >= self.max_tool_calls:
-                notice = (f"not run: the limit of {self.max_tool_calls} code executions is "
-                          "reached. Give your final answer in \\boxed{}.")
-                outputs.append((block, notice))
-                statuses.append("skipped")
-                continue
-            self._tool_calls += 1
-            result = self.sandbox.run(block.code)
-            outputs.append((block, result.output(self.max_output_chars)))
-            statuses.append(result.status.value)
-            if result.answer is not None:
-                answer = result.answer
-                break
-        return render_turn(text, outputs), answer
+    def _show(self, result: Any) -> str:
+        """The text appended after a block that ran (see ``tool_output``)."""
+        if self.tool_output == "full":
+            return f"\n{RESULT_PREFIX}{result.output(self.max_output_chars)}\n"
+        text = tool_output(result.stdout, result.stderr, ok=result.ok,
+                           timed_out=result.status is ExecStatus.TIMEOUT,
+                           max_chars=self.max_output_chars)
+        if self.tokenizer is not None:
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) > self.max_output_tokens:
+                text = self.tokenizer.decode(ids[: self.max_output_tokens])
+        return text
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return f"{self.task.question}{self._transcript}"
+            return f"{self.task.question}\n{self._transcript}"
         return None
 
     def expert_action(self) -> str | None:
@@ -214,3 +243,11 @@ class TIRMathEnv(TextEnv):
             return None
         return f"The answer is \\boxed{{{self.task.answer}}}."
 
+
+def _load_tokenizer(tokenizer: Any) -> Any:
+    """``tokenizer`` itself, or the ``transformers`` tokenizer it names (a name or a path)."""
+    if tokenizer is None or hasattr(tokenizer, "encode"):
+        return tokenizer
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tokenizer))

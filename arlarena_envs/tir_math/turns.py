@@ -1,73 +1,100 @@
-"""The text of a TIR turn: its fenced code blocks, its prose, and the turn with results spliced in.
+"""The text of a TIR turn, by the study's rules: where a response is cut, its code, the tool output.
 
-Holds :data:`RESULT_PREFIX`, :class:`CodeBlock`, :func:`find_code_blocks`, :func:`prose` and
-:func:`render_turn`. Only closed fences run; their info string must be empty or name Python
-(``python``, ``py``, ``python3``), so a block the model labels ``output`` or ``text`` is text.
+Holds :data:`RESULT_PREFIX`, :data:`FINAL_ANSWER_DEF`, :func:`cut_point`, :func:`first_code`,
+:func:`prose`, :func:`truncate_content` and :func:`tool_output`.
+
+The study (``recipe/math_agent/agent_utils.py``) generates one response, keeps it up to the end
+of its first code block -- a fence opened by ```` ``` ````, ```` ```py ```` or ```` ```python ````
+and a newline, closed by a newline and ```` ``` ```` -- runs that block, and appends the
+execution result to the same response, which the model then continues. The study strips the
+text before the block and the block, and joins them without the newline between (then
+re-tokenises); here the response is kept as generated, up to the end of the block, so that what
+the env shows and the tokens the model produced stay the same.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-__all__ = ["RESULT_PREFIX", "CodeBlock", "find_code_blocks", "prose", "render_turn"]
+__all__ = [
+    "FINAL_ANSWER_DEF",
+    "RESULT_PREFIX",
+    "cut_point",
+    "first_code",
+    "prose",
+    "tool_output",
+    "truncate_content",
+]
 
 RESULT_PREFIX = "Code execution result: "
-"""What precedes each execution's output in the transcript (the study's wording)."""
+"""What precedes each execution's output (the study's wording)."""
 
-_FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.S)
-_PYTHON = frozenset({"", "python", "py", "python3", "py3"})
+FINAL_ANSWER_DEF = '\ndef final_answer(result):\n    print(f"\\\\boxed{{{result}}}")\n\n'
+"""What the study puts before every block (``append_final_answer_func``): ``final_answer(x)``
+prints ``\\boxed{x}``, and the program goes on."""
 
-
-@dataclass(frozen=True)
-class CodeBlock:
-    """A closed fenced block: ``text[start:end]`` is the whole fence, ``code`` its body."""
-
-    start: int
-    end: int
-    language: str
-    code: str
-
-    @property
-    def runnable(self) -> bool:
-        return self.language in _PYTHON
+_BLOCK = re.compile(r"```(?:py|python)?\n(.*?)\n```", re.S)
+_ANY_FENCE = re.compile(r"```[^\n`]*\n.*?```", re.S)
+_TRUNCATED = "\n..._This content has been truncated to stay below {} characters_...\n"
 
 
-def find_code_blocks(text: str) -> list[CodeBlock]:
-    """Every closed fenced block of ``text``, in order.
+def cut_point(text: str) -> int:
+    """Where the study cuts ``text``: the end of its first code block, else its end.
 
-    >>> [b.code for b in find_code_blocks("a\\n```python\\nprint(1)\\n```\\n```output\\n1\\n```")]
-    ['print(1)\\n', '1\\n']
+    >>> turn = "Compute.\\n```py\\nprint(1)\\n```\\nMore text, dropped."
+    >>> turn[:cut_point(turn)]
+    'Compute.\\n```py\\nprint(1)\\n```'
     """
-    blocks = []
-    for match in _FENCE.finditer(text):
-        info = match.group(1).strip().lower()
-        language = info.split()[0] if info else ""
-        blocks.append(CodeBlock(match.start(), match.end(), language, match.group(2)))
-    return blocks
+    match = _BLOCK.search(text)
+    return match.end() if match else len(text)
+
+
+def first_code(text: str) -> str | None:
+    """The code of the first block of ``text`` (stripped, as the study runs it), or ``None``.
+
+    >>> first_code("```python\\n x = 1\\nprint(x) \\n```"), first_code("```text\\nno\\n```")
+    ('x = 1\\nprint(x)', None)
+    """
+    match = _BLOCK.search(text)
+    return match.group(1).strip() if match else None
 
 
 def prose(text: str) -> str:
-    """``text`` without its fenced blocks (where a ``\\boxed{}`` answer counts)."""
-    return _FENCE.sub(" ", text)
+    """``text`` without its fenced blocks, whatever their language (for a strict grader)."""
+    return _ANY_FENCE.sub(" ", text)
 
 
-def render_turn(text: str, outputs: Sequence[tuple[CodeBlock, str]]) -> str:
-    """``text`` with ``Code execution result: <output>`` after each block that ran.
+def truncate_content(content: str, max_chars: int = 512) -> str:
+    """The study's cut: at most ``max_chars`` characters kept, half from the head and half
+    from the tail, with its notice between.
 
-    >>> turn = "Compute:\\n```python\\nprint(2 + 2)\\n```"
-    >>> print(render_turn(turn, [(find_code_blocks(turn)[0], "4")]))
-    Compute:
-    ```python
-    print(2 + 2)
-    ```
-    Code execution result: 4
-    <BLANKLINE>
+    >>> cut = truncate_content("x" * 300 + "y" * 300)
+    >>> cut.startswith("x" * 256) and cut.endswith("y" * 256), "truncated" in cut
+    (True, True)
     """
-    pieces, last = [], 0
-    for block, output in sorted(outputs, key=lambda item: item[0].end):
-        pieces += [text[last : block.end], f"\n{RESULT_PREFIX}{output}\n"]
-        last = block.end
-    pieces.append(text[last:])
-    return "".join(pieces)
+    if len(content) <= max_chars:
+        return content
+    half = max_chars // 2
+    return content[:half] + _TRUNCATED.format(max_chars) + content[-half:]
+
+
+def tool_output(stdout: str, stderr: str, *, ok: bool, timed_out: bool,
+                max_chars: int = 512) -> str:
+    """What the study appends after a block: ``\\nCode execution result: <x>\\n``.
+
+    ``<x>`` is the last line of stderr if stderr is not empty, else stdout, each cut by
+    :func:`truncate_content`; ``Timeout`` on a timeout (the study's sandbox reports it as the
+    whole of stderr); ``interpreter timeout`` for a failed run that printed nothing.
+
+    >>> tool_output("", "Traceback ...\\nNameError: x\\n", ok=False, timed_out=False)
+    '\\nCode execution result: NameError: x\\n'
+    """
+    if timed_out:
+        stdout, stderr = "", "Timeout\n"
+    if stderr:
+        shown = truncate_content("\n".join(stderr.splitlines()[-1:]), max_chars)
+    elif stdout:
+        shown = truncate_content(stdout, max_chars)
+    else:
+        shown = "" if ok else "interpreter timeout"
+    return f"\n{RESULT_PREFIX}{shown}\n"

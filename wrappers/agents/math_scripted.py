@@ -3,8 +3,10 @@
 ``math-coder`` reads only the problem text (``info["task"]``) and the execution results in its
 prompt -- never the reference answer. On its first turn it recognises the kind of generated
 arithmetic problem (expressions, gcd/lcm, linear equations, primes in a range, polygon angles,
-dice odds, complex numbers) and writes a complete script that prints the answer; once the
-prompt holds ``Code execution result: <x>``, it answers ``\\boxed{x}``. Problems it does not
+dice odds, complex numbers) and writes a complete script that prints the answer, followed by a
+sentence that the env's cut after the first code block drops; once the prompt holds
+``Code execution result: <x>``, it calls ``final_answer(x)`` in a second block, whose printed
+``\\boxed{x}`` ends the episode: the shape of the study's TIR episodes. Problems it does not
 recognise get an honest non-answer. ``math-random`` boxes a random integer at once.
 """
 
@@ -194,11 +196,12 @@ class MathCoderAgent(Agent):
         """One turn: code on the first turn, the boxed result once a result is in the prompt."""
         result = _last_result(prompt, question)
         if result is not None:
-            return f"The script printed the answer. The final answer is \\boxed{{{result}}}"
+            return f"The script printed the answer.\n{_fence(f'final_answer({result!r})')}"
         code = solution_code(question)
         if code is None:
             return "I do not recognise this kind of problem, so I cannot answer it: \\boxed{?}"
-        return f"I will compute the answer with Python.\n{_fence(code)}"
+        return (f"I will compute the answer with Python.\n{_fence(code)}\n"
+                "Once it has run, I will report the result.")
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         return [self.turn(r.prompt, str(r.info.get("task", ""))) for r in requests]
