@@ -6,7 +6,9 @@ any registered agent, e.g. the expert, for behaviour-cloning data) and :func:`co
 turns tasks into a :class:`~arlarena_baselines.rollout.samples.Rollout` of step samples.
 
 All rollouts of a task reset their env with the task's seed; every turn, the live episodes'
-prompts go to the responder in one batch, and the env pool steps them together.
+prompts go to the responder in one batch, and the env pool steps them together. An env that
+continues one response (TIR Math) gets each later prompt as token ids extended from the turn
+before (:mod:`~arlarena_baselines.rollout.continuation`), not re-rendered from text.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
+from arlarena_baselines.rollout.continuation import continue_ids
 from arlarena_baselines.rollout.envs import EnvPool
 from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams
 from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
@@ -68,7 +71,8 @@ class ModelResponder:
         self.sampling = sampling
 
     def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
-        prompt_ids = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
+        prompt_ids = [r.info.get(CONTINUED_PROMPT_IDS) or encode_prompt(self.tokenizer, r.prompt)
+                      for r in requests]
         seeds = [stream_seed(seed, r.episode_id, r.turn) for r in requests]
         responses = self.backend.generate(prompt_ids, self.sampling, seeds)
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
@@ -88,6 +92,11 @@ class AgentResponder:
         return [Reply(text) for text in self.agent.act(requests)]
 
 
+CONTINUED_PROMPT_IDS = "continued_prompt_ids"
+"""The request-info key under which the collector hands a model the prompt ids of a continued
+response (see :meth:`_Live.continue_response`)."""
+
+
 def call_seed(seed: int, *parts: int) -> int:
     """A 31-bit seed derived from ``seed`` and a call's coordinates (e.g. step, round)."""
     return int(np.random.SeedSequence([seed, *parts]).generate_state(1)[0] >> 1)
@@ -102,6 +111,23 @@ class _Live:
     info: dict[str, Any]
     samples: list[StepSample] = field(default_factory=list)
     episode_return: float = 0.0
+    prompt_ids: list[int] | None = None  # the next prompt of a continued response
+
+    def request_info(self) -> dict[str, Any]:
+        if self.prompt_ids is None:
+            return self.info
+        return {**self.info, CONTINUED_PROMPT_IDS: self.prompt_ids}
+
+    def continue_response(self, responder: Responder, reply: Reply, info: dict) -> None:
+        """-- The TIR continuation hook (rollout/continuation.py). When the env continues one
+        response (``info`` names a ``continuation``) and the reply has token ids, the sample
+        keeps only the response ids the env kept, and the next prompt extends this one. --"""
+        tokenizer = getattr(responder, "tokenizer", None)
+        if "continuation" not in info or not reply.response_ids or tokenizer is None:
+            return
+        reply.response_ids, self.prompt_ids = continue_ids(
+            tokenizer, reply.prompt_ids, reply.response_ids, reply.text,
+            int(info["response_cut"]), str(info["continuation"]))
 
     @property
     def traj_id(self) -> str:
@@ -166,7 +192,7 @@ def _run_wave(
     turn = 0
     while live:
         requests = [
-            AgentRequest(e.prompt, e.info, pool.env(e.slot), e.sample, e.traj_id, turn)
+            AgentRequest(e.prompt, e.request_info(), pool.env(e.slot), e.sample, e.traj_id, turn)
             for e in live
         ]
         replies = responder.respond(requests, seed)
@@ -176,6 +202,8 @@ def _run_wave(
         for episode, reply, (prompt, reward, terminated, truncated, info) in zip(
             live, replies, results, strict=True
         ):
+            rollout.generated_tokens += len(reply.response_ids)
+            episode.continue_response(responder, reply, info)
             episode.samples.append(
                 StepSample(
                     prompt_ids=reply.prompt_ids,
@@ -191,7 +219,6 @@ def _run_wave(
                 )
             )
             episode.episode_return += float(reward)
-            rollout.generated_tokens += len(reply.response_ids)
             episode.prompt, episode.info = prompt, info
             if terminated or truncated or (max_turns is not None and turn >= max_turns):
                 rollout.samples += _finish(episode)
