@@ -1,13 +1,13 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
 
-It speaks the real HTTP protocol (``POST /v1/chat/completions``, JSON in and out, ``usage``
-fields), so the ``openai`` client is exercised end to end. ``responder`` decides each answer
-from the messages (or from the messages and the whole request body, if it takes two
-arguments); ``models`` serves several model names, each with its own responder (other names
-get a 404). Failure modes: ``fail_first`` requests get ``status`` (e.g. 429) first;
-``hang_after`` makes every later request hang until the server stops; ``broken`` makes every
-answer ``"malformed"`` (a 200 whose body is cut-off JSON) or ``"empty_choices"``; ``delay``
-slows every answer down.
+It speaks the real HTTP protocol (``POST /v1/chat/completions``, and ``/v1/completions`` whose
+prompt the responder sees as one user message; JSON in and out, ``usage`` fields), so the
+``openai`` client is exercised end to end. ``responder`` decides each answer from the messages
+(or from the messages and the whole request body, if it takes two arguments); ``models``
+serves several model names, each with its own responder (other names get a 404). Failure
+modes: ``fail_first`` requests get ``status`` (e.g. 429) first; ``hang_after`` makes every
+later request hang until the server stops; ``broken`` makes every answer ``"malformed"`` (a
+200 whose body is cut-off JSON) or ``"empty_choices"``; ``delay`` slows every answer down.
 """
 
 from __future__ import annotations
@@ -27,10 +27,15 @@ def always(text: str) -> Callable[[list[dict[str, Any]]], str]:
     return lambda messages: text
 
 
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chat request's messages; a text completion's prompt as one user message."""
+    return body.get("messages") or [{"role": "user", "content": body.get("prompt", "")}]
+
+
 def _call(responder: Responder, body: dict[str, Any]) -> str:
     if len(inspect.signature(responder).parameters) >= 2:
-        return responder(body["messages"], body)
-    return responder(body["messages"])
+        return responder(_messages(body), body)
+    return responder(_messages(body))
 
 
 class ChatServer:
@@ -82,14 +87,15 @@ class ChatServer:
                 if server.broken == "malformed":
                     return self._send_raw(200, b'{"id": "chatcmpl-1", "choices": [{"index')
                 content = _call(responder, body)
-                prompt_tokens = sum(len(str(m["content"]).split()) for m in body["messages"])
+                prompt_tokens = sum(len(str(m["content"]).split()) for m in _messages(body))
+                answer = ({"text": content} if "prompt" in body
+                          else {"message": {"role": "assistant", "content": content}})
                 choices = [] if server.broken == "empty_choices" else [
-                    {"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}
+                    {"index": 0, "finish_reason": "stop", **answer}
                 ]
                 return self._send(200, {
                     "id": f"chatcmpl-{count}",
-                    "object": "chat.completion",
+                    "object": "text_completion" if "prompt" in body else "chat.completion",
                     "created": int(time.time()),
                     "model": body["model"],
                     "choices": choices,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import pytest
 
 import arlarena_envs  # noqa: F401  (registers the ids)
+from tests.chat_server import ChatServer
 from wrappers import PromptWrapper
 from wrappers.agents.base import Agent, AgentRequest, make_agent
 from wrappers.agents.continuation import continuation_of
@@ -67,6 +69,40 @@ def test_a_scripted_episode_has_the_studys_shape() -> None:
     assert transcripts[1] == transcripts[0] + second + "\nCode execution result: \\boxed{1380}\n\n"
     assert prompt == user + transcripts[1]
     assert (reward, terminated, info["won"], info["turns"]) == (1.0, True, True, 2)
+
+
+@pytest.mark.usefixtures("isolated_cache")
+@pytest.mark.parametrize("continuation", ["completion", "chat"])
+def test_an_api_model_continues_its_response(continuation: str) -> None:
+    """``completion``: the first user message in the model's chat format, then the response so
+    far, sent to ``/completions``; ``chat``: the whole prompt as one user message."""
+    from arlarena_baselines.trainer.models import smollm2_tokenizer
+
+    tokenizer = smollm2_tokenizer()
+    env = PromptWrapper(gym.make("ARLArena/TIRMath-v0", dataset="arithmetic"))
+    prompt, info = env.reset(seed=4)
+    user, question = prompt, info["task"]
+    coder = MathCoderAgent()
+    with ChatServer(lambda messages: coder.turn(messages[-1]["content"], question)) as server:
+        agent = make_agent("openai", model="test-model", base_url=server.base_url, api_key="k",
+                           continuation=continuation, chat_template=tokenizer)
+        prefixes, done = [], False
+        while not done:
+            prefixes.append(info["response_prefix"])
+            reply = agent.act([AgentRequest(prompt, info)])[0]
+            prompt, reward, terminated, truncated, info = env.step(reply)
+            done = terminated or truncated
+        agent.close()
+    assert reward == 1.0 and info["turns"] == 2
+    assert prefixes[1].endswith("Code execution result: 1380\n\n")
+    if continuation == "completion":
+        chat = tokenizer.apply_chat_template([{"role": "user", "content": user}],
+                                             add_generation_prompt=True, tokenize=False)
+        assert [r["prompt"] for r in server.requests] == [chat + p for p in prefixes]
+        assert not any("messages" in r for r in server.requests)
+    else:
+        assert [r["messages"] for r in server.requests] == [
+            [{"role": "user", "content": user + p}] for p in prefixes]
 
 
 def test_math_coder_gives_up_honestly_on_word_problems() -> None:

@@ -50,6 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
     g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request")
     g.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
+    g.add_argument("--continuation", choices=("chat", "completion"), default="chat",
+                   help="openai, for an env that continues one response (math): the prompt as "
+                   "one user message (chat), or the first message in the model's chat format "
+                   "then the response so far, continued by /completions (completion)")
+    g.add_argument("--chat-template", default=None, help="openai --continuation completion: "
+                   "tokenizer name or path whose chat template formats the first message "
+                   "(default: --model)")
     a = p.add_argument_group("API evaluation at scale (openai, debate)")
     a.add_argument("--cache-dir", default=None, help="keep every response in DIR/responses."
                    "sqlite, keyed by model, messages, sampling and sample index: a rerun "
@@ -99,7 +106,9 @@ def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) 
                "max_tokens": args.max_tokens, "temperature": args.temperature,
                "top_p": args.top_p, "concurrency": args.concurrency, "timeout": args.timeout,
                "max_retries": args.max_retries, "seed": args.api_seed, **shared}
-    if name != "openai":
+    if name == "openai":
+        options.update(continuation=args.continuation, chat_template=args.chat_template)
+    else:
         options.update(debaters=args.debaters, judge=args.judge, rounds=args.rounds,
                        decision=args.decision)
     return options

@@ -2,7 +2,8 @@
 
 Holds :class:`ChatEndpoint` (one model at one URL: retries, response cache, request budget,
 token usage and cost), :class:`OpenAIChatAgent` (the ``openai`` agent: one endpoint, requests
-answered with bounded concurrency), and the helpers the debate agents share:
+answered with bounded concurrency; a continued response (TIR Math) as a chat turn or a text
+completion, :data:`CONTINUATIONS`), and the helpers the debate agents share:
 :func:`request_messages`, :func:`gather`, :func:`model_price`, :func:`open_cache`.
 
 Failures are sorted by what they mean for a run:
@@ -45,8 +46,10 @@ from wrappers.agents.base import (
     stream_seed,
 )
 from wrappers.agents.cache import RequestBudget, ResponseCache, cache_key
+from wrappers.agents.continuation import continuation_of
 
 __all__ = [
+    "CONTINUATIONS",
     "ChatEndpoint",
     "OpenAIChatAgent",
     "gather",
@@ -181,22 +184,26 @@ class ChatEndpoint:
         tag: str = "",
         episode_id: str = "",
         turn: int = 0,
+        prompt: str | None = None,
     ) -> AgentReply:
         """One chat completion of ``messages`` for rollout ``sample`` (``tag``: who asks); the
         request's seed is the stream of (``episode_id``, ``turn``), so a resumed run sends
-        every episode's turns the seeds it would have sent."""
+        every episode's turns the seeds it would have sent. With ``prompt`` (the text of
+        ``messages`` in the model's chat format, then the start of its reply), a text
+        completion of that prompt instead (``/completions``): the model continues its reply."""
         # Greedy decoding does not depend on the rollout; sampling must differ between them.
         variant = {"sample": sample, "tag": tag} if self.sampling["temperature"] > 0 else {}
         sampling = dict(self.sampling)
         if self.seed is not None:
             stream = f"{episode_id}\x1f{tag}\x1f{sample}" if variant else ""
             sampling["seed"] = stream_seed(self.seed, stream, turn if variant else 0) % 2**31
-        key = cache_key(model=self.model, messages=messages, sampling=sampling, **variant)
+        asked = {"messages": messages} if prompt is None else {"prompt": prompt}
+        key = cache_key(model=self.model, sampling=sampling, **asked, **variant)
         stored = self.cache.get(key) if self.cache is not None else None
         if stored is not None:
             self._add_spent({"cache_hits": 1})
             return self._reply(stored)
-        stored = self._request(messages, sampling)
+        stored = self._request(asked, sampling)
         if "error" in stored:
             return AgentReply("", error=stored["error"])
         if self.cache is not None:
@@ -213,8 +220,9 @@ class ChatEndpoint:
                              + stored["completion_tokens"] * self.price["completion"]) / 1e6
         return AgentReply(stored["text"], usage)
 
-    def _request(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> dict[str, Any]:
-        """The completion as ``{text, prompt_tokens, completion_tokens}`` or ``{error}``."""
+    def _request(self, asked: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+        """The completion of ``asked`` (``messages`` for a chat completion, ``prompt`` for a
+        text completion) as ``{text, prompt_tokens, completion_tokens}`` or ``{error}``."""
         import openai
 
         stop_run = (openai.RateLimitError, openai.APIConnectionError)  # incl. timeouts
@@ -229,10 +237,9 @@ class ChatEndpoint:
             if self.budget is not None:
                 self.budget.take()
             try:
-                reply = self.client.chat.completions.create(
-                    model=self.model, messages=messages, **sampling
-                )
-                return _parse_reply(reply)
+                chat = "messages" in asked
+                api = self.client.chat.completions if chat else self.client.completions
+                return _parse_reply(api.create(model=self.model, **asked, **sampling))
             except stop_run + per_request as failure:
                 error = failure
             except refused_run as failure:
@@ -282,7 +289,8 @@ def _parse_reply(reply: Any) -> dict[str, Any]:
     if not isinstance(choices, list) or not choices:
         raise _BadReply("the server returned no choices")
     try:
-        text = choices[0].message.content or ""
+        choice = choices[0]
+        text = (choice.message.content if getattr(choice, "message", None) else choice.text) or ""
     except AttributeError as error:
         raise _BadReply(f"the server returned a malformed choice: {choices[0]!r:.200}") from error
     usage = getattr(reply, "usage", None)
@@ -300,6 +308,23 @@ def open_cache(cache: ResponseCache | str | Path | None) -> tuple[ResponseCache 
     return ResponseCache(cache), True
 
 
+CONTINUATIONS = ("chat", "completion")
+"""How the ``openai`` agent answers an env that continues one response (TIR Math): ``chat``,
+the whole prompt (the response so far included) as one new user message, or ``completion``,
+the first user message in the model's chat format followed by the response so far, continued
+by the server's text completion (``/completions``: vLLM and most local servers)."""
+
+
+def _tokenizer(template: Any) -> Any:
+    """A tokenizer with the model's chat template: ``template`` itself, or the
+    ``transformers`` tokenizer of that name or path."""
+    if hasattr(template, "apply_chat_template"):
+        return template
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(template))
+
+
 @register_agent("openai")
 class OpenAIChatAgent(Agent):
     """Chat-completions agent on the ``openai`` client: each prompt is one user message.
@@ -310,6 +335,9 @@ class OpenAIChatAgent(Agent):
         cache: a :class:`ResponseCache` or a directory for one (``None``: no cache).
         budget: the run's :class:`RequestBudget`.
         prices: model → ``{"prompt": USD, "completion": USD}`` per million tokens.
+        continuation: ``chat`` or ``completion`` (see :data:`CONTINUATIONS`).
+        chat_template: for ``completion``, the tokenizer (or its name or path) whose chat
+            template formats the first message (default: the model's name).
         Other options as in :class:`ChatEndpoint`.
     """
 
@@ -331,12 +359,20 @@ class OpenAIChatAgent(Agent):
         cache: ResponseCache | str | Path | None = None,
         budget: RequestBudget | None = None,
         prices: dict[str, Any] | None = None,
+        continuation: str = "chat",
+        chat_template: Any = None,
         **_: object,
     ) -> None:
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
             raise ValueError("the openai agent needs a model: --model NAME or $OPENAI_MODEL")
+        if continuation not in CONTINUATIONS:
+            raise ValueError(f"continuation must be one of {CONTINUATIONS}, got {continuation!r}")
         self.name = f"openai:{model}"
+        self.continuation = continuation
+        self.template = None
+        if continuation == "completion":
+            self.template = _tokenizer(chat_template or model)
         self.cache, self._owns_cache = open_cache(cache)
         self.endpoint = ChatEndpoint(
             model, base_url, api_key, max_tokens=max_tokens, temperature=temperature,
@@ -353,14 +389,20 @@ class OpenAIChatAgent(Agent):
     def base_url(self) -> str | None:
         return self.endpoint.base_url
 
+    def _ask(self, request: AgentRequest) -> AgentReply:
+        parts = continuation_of(request) if self.template is not None else None
+        messages, prompt = request_messages(request), None
+        if parts is not None:
+            user, prefix = parts
+            messages = [{"role": "user", "content": user}]
+            prompt = self.template.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False) + prefix
+        return self.endpoint.complete(messages, sample=request.sample,
+                                      episode_id=request.episode_id, turn=request.turn,
+                                      prompt=prompt)
+
     def respond(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
-        calls = [
-            lambda r=request: self.endpoint.complete(
-                request_messages(r), sample=r.sample, episode_id=r.episode_id, turn=r.turn
-            )
-            for request in requests
-        ]
-        return gather(self.pool, calls)
+        return gather(self.pool, [lambda r=request: self._ask(r) for request in requests])
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         replies = self.respond(requests)
