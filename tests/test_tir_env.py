@@ -187,18 +187,21 @@ def test_answers_are_capped_however_they_arrive(env: TIRMathEnv) -> None:
 
 # The study's prompt, written down from recipe/math_agent/config/math_agent_trainer.yaml
 # (data.prompt, lines 17-35); the question follows it (utils/rl_dataset/rl_dataset.py, line 109).
-STUDY_PROMPT = """Solve the following problem step by step. You now have the ability to \
-selectively write executable Python code to enhance your reasoning process. The Python code will \
-be executed by an external sandbox, and the output (after "Code execution result: ") is returned to aid your \
-reasoning and help you arrive at the final answer. The Python code should be complete scripts, \
-including necessary imports.
+STUDY_PROMPT = """\
+Solve the following problem step by step. You now have the ability to selectively write \
+executable Python code to enhance your reasoning process. The Python code will be executed by \
+an external sandbox, and the output (after "Code execution result: ") is returned to aid your \
+reasoning and help you arrive at the final answer. The Python code should be complete scripts,\
+ including necessary imports.
 
 Code Format:
-Each code snippet is wrapped between ```. You need to use `print()` to output intermediate results.
+Each code snippet is wrapped between ```. You need to use `print()` to output intermediate \
+results.
 
 Answer Format:
-You can use the `final_answer()` function in the code to return your final answer. For example, \
-to answer the User Question: What is the result of the 5 + 3 + 1294.678?, you can write:
+You can use the `final_answer()` function in the code to return your final answer. For \
+example, to answer the User Question: What is the result of the 5 + 3 + 1294.678?, you can \
+write:
 ```py
 answer = 5 + 3 + 1294.678
 final_answer(answer)
