@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from arlarena_envs.tir_math.answer import clean_answer, extract_boxed, is_equivalent
+from arlarena_envs.tir_math.grader import grade
 
 # (prediction, reference, equivalent?)
 PAIRS = [
@@ -120,3 +121,33 @@ def test_slow_checks_time_out_in_threads_and_the_checker_recovers() -> None:
     assert slow is False and slow_s < 10
     assert easy is True
     assert is_equivalent("\\frac{2}{4}", "0.5") is True
+
+
+# The study's grader, verdicts read off its code: recipe/math_agent/utils/reward_score/
+# qwen_math_eval_toolkit/parser.py (extract_answer, lines 456-530: "boxed" 471-491, "he answer
+# is" 492-493, the last number 499-508; strip_string, lines 209-347, with the unit words of lines
+# 71-206) and hf_math_verify.py (compute_score, lines 134-185; verify_without_timeout, 68-120).
+# (response, reference, the study's prediction, correct?)
+STUDY_VERDICTS = [
+    ("so \\boxed{\\dfrac{1}{2}}", "1/2", "\\frac{1}{2}", True),  # dfrac -> frac
+    ("The answer is 12 apples.", "12", "12", True),  # "he answer is", "apples" dropped
+    ("x = 3, then y = 7.5", "7.5", "7.5", True),  # no box: the last number
+    ("\\boxed{5 \\text{ cm}}", "5", "5", True),  # a trailing \text{...} dropped
+    ("\\boxed{twenty}", "20", "20", True),  # number words to digits
+    ("\\boxed{0.3333333}", "1/3", "0.3333333", True),  # floats rounded to 6 places
+    ("\\boxed{2^(m+1)}", "2^(m+1)", "2^(+1)", False),  # "m" is a unit word
+    ("\\boxed{[0,1)}", "[0,1]", "[0,1)", False),
+    ("no number at all", "3", "", False),
+    ("\\boxed{1} first, then \\boxed{2}", "2", "2", True),  # the last box
+]
+
+
+@pytest.mark.parametrize(("response", "reference", "prediction", "correct"), STUDY_VERDICTS)
+def test_the_study_grader(response: str, reference: str, prediction: str, correct: bool) -> None:
+    assert grade(response, reference) == (prediction, correct)
+
+
+def test_the_strict_grader_wants_a_box() -> None:
+    assert grade("The answer is 12 apples.", "12", "strict") == (None, False)
+    assert grade("```py\nprint('\\\\boxed{3}')\n```\nCode execution result: \\boxed{3}\n", "3",
+                 "strict") == ("3", True)

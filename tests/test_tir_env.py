@@ -186,7 +186,7 @@ def test_answers_are_capped_however_they_arrive(env: TIRMathEnv) -> None:
 
 
 # The study's prompt, written down from recipe/math_agent/config/math_agent_trainer.yaml
-# (data.prompt, lines 17-35); the question follows it (utils/rl_dataset/rl_dataset.py, line 109).
+# (data.prompt, lines 17-33); the question follows it (utils/rl_dataset/rl_dataset.py, line 109).
 STUDY_PROMPT = """\
 Solve the following problem step by step. You now have the ability to selectively write \
 executable Python code to enhance your reasoning process. The Python code will be executed by \
