@@ -91,10 +91,11 @@ def test_a_continued_episode_extends_its_prompt_ids_and_masks_the_tool_output(ti
     appended = tokenizer(tool_output, add_special_tokens=False)["input_ids"]
     assert second.prompt_ids == [*first.prompt_ids, *first.response_ids, *appended]
     assert backend.prompts[1] == second.prompt_ids
-    assert tokenizer.decode(second.response_ids).endswith("final_answer('1380')\n```")
-    assert tokenizer.eos_token_id not in first.response_ids + second.response_ids
+    assert tokenizer.decode(second.response_ids[:-1]).endswith("final_answer('1380')\n```")
+    assert tokenizer.eos_token_id not in first.response_ids, "the response went on"
+    assert second.response_ids[-1] == tokenizer.eos_token_id, "the episode ended: the model stopped"
     assert episode.info["response_prefix"] == (
-        tokenizer.decode([*first.response_ids, *appended, *second.response_ids])
+        tokenizer.decode([*first.response_ids, *appended, *second.response_ids[:-1]])
         + "\nCode execution result: \\boxed{1380}\n\n")
     # Both turns were scored by the tiny model, one log-prob per kept response token.
     for sample in (first, second):

@@ -118,7 +118,9 @@ class _Live:
             return self.info
         return {**self.info, CONTINUED_PROMPT_IDS: self.prompt_ids}
 
-    def continue_response(self, responder: Responder, reply: Reply, info: dict) -> None:
+    def continue_response(
+        self, responder: Responder, reply: Reply, info: dict, goes_on: bool
+    ) -> None:
         """-- The TIR continuation hook (rollout/continuation.py). When the env continues one
         response (``info`` names a ``continuation``) and the reply has token ids, the sample
         keeps only the response ids the env kept, and the next prompt extends this one. --"""
@@ -127,7 +129,7 @@ class _Live:
             return
         reply.response_ids, self.prompt_ids = continue_ids(
             tokenizer, reply.prompt_ids, reply.response_ids, reply.text,
-            int(info["response_cut"]), str(info["continuation"]))
+            int(info["response_cut"]), str(info["continuation"]), goes_on)
 
     @property
     def traj_id(self) -> str:
@@ -203,7 +205,7 @@ def _run_wave(
             live, replies, results, strict=True
         ):
             rollout.generated_tokens += len(reply.response_ids)
-            episode.continue_response(responder, reply, info)
+            episode.continue_response(responder, reply, info, not (terminated or truncated))
             episode.samples.append(
                 StepSample(
                     prompt_ids=reply.prompt_ids,

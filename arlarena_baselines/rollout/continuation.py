@@ -13,7 +13,7 @@ text, so that
 - the appended text is prompt: masked out of the loss of every later turn;
 - a turn's sample trains only on what the env kept (text after the cut is dropped, as in the
   study, which instead re-tokenises the cut response text), and an end-of-turn token right
-  after the cut is dropped too when the env appended something: the response goes on.
+  after the cut is dropped too while the episode goes on: the response continues.
 """
 
 from __future__ import annotations
@@ -49,17 +49,19 @@ def continue_ids(
     response: str,
     response_cut: int,
     continuation: str,
+    goes_on: bool = True,
 ) -> tuple[list[int], list[int]]:
     """``(kept response ids, next prompt ids)`` of a continued response (see the module docs).
 
     ``response`` is the text the env got (the decoded ``response_ids``), of which it kept the
-    first ``response_cut`` characters and appended ``continuation``.
+    first ``response_cut`` characters and appended ``continuation``; ``goes_on``: the episode
+    continues (else an end-of-turn token the model produced stays in the sample).
     """
     kept_text = response[:response_cut]
     count = kept_tokens(tokenizer, response_ids, kept_text)
     kept = list(response_ids[:count])
     special = set(getattr(tokenizer, "all_special_ids", ()))
-    while continuation and kept and kept[-1] in special:
+    while goes_on and kept and kept[-1] in special:
         kept.pop()  # an end-of-turn right after the block: the response goes on
     rest = kept_text[len(_text(tokenizer, kept)):]
     appended = tokenizer(rest + continuation, add_special_tokens=False)["input_ids"]
