@@ -207,7 +207,7 @@ def test_binary_program_output_and_answers_reach_the_model_escaped():
     assert f"nul\\x00 bell\\x07 esc\\x1b[31m del\\x7f c1\\x85 {LEGIT}" in obs
     assert "bytes \ufffd\ufffd\\x00" in obs
     obs, _, terminated, _, info = env.step("```python\nfinal_answer('4\\x00\\ud800')\n```")
-    assert terminated and info["prediction"] == "4\\x00\ufffd"
+    assert terminated and info["prediction"].startswith("4\\x00")  # printed as \boxed{...}
     assert_in_space(env, obs, info)
 
 
@@ -259,18 +259,21 @@ def _assert_results_clean(path: Path, episodes: int) -> list[dict[str, Any]]:
     return turns
 
 
-@pytest.mark.parametrize(("env", "kwargs", "cache"), [("sokoban", {}, True),
-                                                    ("math", TIR_KWARGS, False)])
-def test_arlarena_eval_survives_hostile_api_replies(tmp_path, env, kwargs, cache):
+# TIR Math ends an episode at a reply without code (the study's rule): 6 one-turn episodes
+# there meet every reply that 2 Sokoban episodes meet.
+@pytest.mark.parametrize(("env", "kwargs", "cache", "episodes"), [
+    ("sokoban", {}, True, 2), ("math", TIR_KWARGS, False, 6)])
+def test_arlarena_eval_survives_hostile_api_replies(tmp_path, env, kwargs, cache, episodes):
     with ChatServer(_cycling(HOSTILE_REPLIES), model="m") as server:
         status = main(["eval", "--env", env, "--agent", "openai", "--model", "m",
-                       "--base-url", server.base_url, "--episodes", "2", "--batch-size", "2",
+                       "--base-url", server.base_url, "--episodes", str(episodes),
+                       "--batch-size", "2",
                        "--env-kwargs", json.dumps({**kwargs, "max_episode_steps": 6}),
                        "--api-seed", "1", "--out", str(tmp_path / "out"), "--no-progress",
                        *(["--cache-dir", str(tmp_path / "cache")] if cache else [])])
     assert status == 0
     (path,) = (tmp_path / "out").glob("*.jsonl")
-    turns = _assert_results_clean(path, episodes=2)
+    turns = _assert_results_clean(path, episodes=episodes)
     responses = "".join(t["response"] for t in turns)
     assert "up\ufffd" in responses and f"<think>{EMOJI}</think>" in responses
     assert "left\x00" in responses  # the response is recorded as the model sent it
@@ -311,8 +314,10 @@ def test_openrlhf_agent_turns_hostile_text_into_clean_feedback_and_anchors():
 
     async def play() -> list[dict[str, Any]]:
         await agent.reset({"label": Task(0).label()})
+        # Each turn has a code block, so the episode goes on (TIR Math's rule, as the study's).
         return [await agent.step({"action_text": text}) for text in
-                ("turn \ud800 \x00 " + LEGIT, "```python\nprint('\\x00')\n```", "again")]
+                ("turn \ud800 \x00 " + LEGIT + "\n```python\nprint(1)\n```",
+                 "```python\nprint('\\x00')\n```", "again\n```python\nprint(2)\n```")]
 
     outs = asyncio.run(play())
     for out in outs:

@@ -31,7 +31,9 @@ under a seccomp filter that refuses new user namespaces; as any other user, bwra
 user namespace itself, with ``--disable-userns``. No new privileges can be gained either way
 (``PR_SET_NO_NEW_PRIVS``). The interpreter starts with ``-S``: the site-packages directories
 (and the directories their ``.pth`` files list) are put on ``sys.path`` without running any
-``.pth`` code, and the code arrives on stdin once the interpreter is ready.
+``.pth`` code, and the code arrives on stdin once the interpreter is ready. Its output
+encodes with ``backslashreplace``, so printing a lone surrogate shows ``\\ud800`` instead of
+failing.
 
 Without ``bwrap`` the sandbox refuses to start unless the caller opts in to running code with
 resource limits only (``unsafe=True`` or ``ARLARENA_UNSAFE_SANDBOX=1``), which is logged as a
@@ -372,7 +374,7 @@ _CHILD_ENV = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "PYTHONHASHSEED": "0",
-    "PYTHONIOENCODING": "utf-8",
+    "PYTHONIOENCODING": "utf-8:backslashreplace",
     "OPENBLAS_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
