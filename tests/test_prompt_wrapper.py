@@ -7,6 +7,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import arlarena_envs  # noqa: F401
+from arlarena_envs.sokoban.render import tiny_rgb_array
 from wrappers import PromptWrapper, format_response
 from wrappers.prompt import NOT_UNDERSTOOD
 from wrappers.templates import TEMPLATES, render_prompt
@@ -20,7 +21,8 @@ def test_first_prompt_has_no_history_and_shows_the_grid():
     env = _env()
     prompt, info = env.reset(seed=0)
     assert "Prior to this step" not in prompt
-    assert "You are now at step 1 and your current observation is:\n" + info["anchor"] in prompt
+    grid = tiny_rgb_array(info["anchor"])
+    assert "You are now at step 1 and your current observation is:\n" + grid in prompt
     assert prompt.endswith("present it within <action> </action> tags.")
 
 
@@ -30,7 +32,7 @@ def test_history_keeps_the_last_pairs_numbered_by_step():
     observations = []
     for action in ("left", "up", "right"):
         obs, *_ , info = env.step(format_response("t", action))
-        observations.append(info["anchor"])
+        observations.append(tiny_rgb_array(info["anchor"]))
     assert "you have already taken 3 step(s)" in obs
     assert "Action 1:" not in obs
     assert f"[Observation 2: '{observations[0]}', Action 2: 'up']" in obs

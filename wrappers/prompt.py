@@ -71,7 +71,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         self._obs = ""
         self._info: dict[str, Any] = {}
 
-    def _prompt(self, observation: str) -> str:
+    def _prompt(self, observation: str, notice: str = "") -> str:
         history = list(self._history)[-self.history_length :] if self.history_length else []
         prompt = render_prompt(
             self.template,
@@ -80,6 +80,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
             admissible=self._info.get("admissible_actions", ()),
             history=history,
             step_count=self._steps,
+            notice=notice,
         )
         return clean_text(prompt, self.observation_space.max_length)
 
@@ -116,5 +117,6 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         self._history.append((self._obs, env_action))
         self._steps += 1
         self._obs, self._info = obs, info
-        shown = obs if parsed is None or parsed.action is not None else f"{NOT_UNDERSTOOD}\n{obs}"
-        return self._prompt(shown), float(reward), terminated, truncated, self._with_image(info)
+        notice = "" if parsed is None or parsed.action is not None else f"{NOT_UNDERSTOOD}\n"
+        prompt = self._prompt(obs, notice)
+        return prompt, float(reward), terminated, truncated, self._with_image(info)

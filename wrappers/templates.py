@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from arlarena_envs.sokoban.render import LEGEND
+from arlarena_envs.sokoban.render import LEGEND, tiny_rgb_array
 
 __all__ = ["TEMPLATES", "Template", "format_history", "render_prompt"]
 
@@ -77,6 +77,7 @@ TEMPLATES: dict[str, Template] = {
         + "You are now at step {current_step} and your current observation is:\n"
         "{current_observation}\n" + _SOKOBAN_TAIL,
         _quoted(", "),
+        tiny_rgb_array,
     ),
     "sokoban_visual": Template(
         _SOKOBAN_INTRO + "# Visual Elements in the Image: Character: A small, green alien-like "
@@ -123,6 +124,7 @@ def render_prompt(
     admissible: Sequence[str] = (),
     history: Sequence[tuple[str, str]] = (),
     step_count: int = 0,
+    notice: str = "",
 ) -> str:
     """Fill template ``name`` for the current turn.
 
@@ -132,6 +134,7 @@ def render_prompt(
         admissible: the admissible actions (``info["admissible_actions"]``).
         history: the last (observation, action) pairs, oldest first; empty on the first turn.
         step_count: how many steps were taken before this one.
+        notice: a line shown before the current observation (as is, not re-laid out).
     """
     if name not in TEMPLATES:
         raise KeyError(f"no prompt template {name!r}; known: {', '.join(sorted(TEMPLATES))}")
@@ -150,6 +153,6 @@ def render_prompt(
             step_count - len(history) + 1,
         ),
         current_step=step_count + 1,
-        current_observation=template.show_observation(observation),
+        current_observation=notice + template.show_observation(observation),
         admissible_actions=template.join_actions(admissible),
     )
