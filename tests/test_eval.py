@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -42,7 +43,20 @@ def test_cli_runs_agents_side_by_side_and_prints_the_table(tmp_path, capsys):
     assert len(expert) == 12 and all(e["won"] and e["valid_turns"] == e["turns"] for e in expert)
     turns = [r for r in read_records(tmp_path / "Sokoban-v0__expert.jsonl") if r["type"] == "turn"]
     assert len(turns) == sum(e["turns"] for e in expert)
-    assert all(t["prompt"].startswith("You are an expert agent") for t in turns)
+    assert all(t["prompt"].startswith("\nYou are an expert agent") for t in turns)
+    assert all(t["format_check"] == "sokoban" and t["notice"] is False for t in turns)
+
+
+def test_cli_sampling_defaults_are_the_studys_per_env():
+    from arlarena_baselines.cli.evaluate import _fill_sampling
+
+    unset = {"max_tokens": None, "temperature": None, "top_p": None, "top_k": None}
+    alfworld = argparse.Namespace(**{**unset, "temperature": 0.2})
+    _fill_sampling(alfworld, "ARLArena/ALFWorld-v0")
+    assert vars(alfworld) == {"max_tokens": 512, "temperature": 0.2, "top_p": 0.95, "top_k": 20}
+    sokoban = argparse.Namespace(**unset)
+    _fill_sampling(sokoban, "ARLArena/Sokoban-v0")
+    assert vars(sokoban) == {"max_tokens": 500, "temperature": 0.4, "top_p": 1.0, "top_k": 0}
 
 
 def test_refuses_to_mix_with_an_existing_file(tmp_path, capsys):

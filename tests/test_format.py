@@ -1,10 +1,16 @@
-"""The strict format check of prompts.md, case by case."""
+"""The format checks of docs/prompts.md case by case: the study's per env, ARLArena's strict."""
 
 from __future__ import annotations
 
 import pytest
 
-from wrappers.format import MAX_RESPONSE_CHARS, contains_cjk, is_admissible, parse_response
+from wrappers.format import (
+    FORMAT_CHECKS,
+    MAX_RESPONSE_CHARS,
+    contains_cjk,
+    is_admissible,
+    parse_response,
+)
 
 MOVES = ["up", "down", "left", "right"]
 SHOP = ["search[<your query>]", "click[buy now]", "click[< prev]"]
@@ -54,6 +60,94 @@ CASES = [
     ("<think>" + "plan " * 1000 + "</think><action>up</action>", MOVES, True, True, "up"),
     ("<think>a</think><action>Up</action>", MOVES, False, False, "Up"),
 ]
+
+
+# The study's verdicts: (response, format_ok = its is_action_valid, the action its env executes).
+# They are what the study's projections return on these responses: ALFWorld,
+# agent_system/environments/env_package/alfworld/projection.py:19-81 (strict regex line 29,
+# tag counts 32-45, CJK U+4E00-9FFF line 40, pool check 60-62, fallback to the last 30
+# characters 38 and 77); WebShop, env_package/webshop/projection.py:66-122 (the same without the
+# pool, line 105); Sokoban, env_package/sokoban/projection.py:22-85 (lower-cased find of the
+# tags 48-54, the first of up/down/left/right/still in the content 36-42 and 64-69, Still when
+# none 58 and 73, <think> and </think> found as written 80-83).
+ROOM = ["go to desk 1", "take mug 1 from desk 1", "look"]
+ALFWORLD = [
+    ("<think>go</think><action>go to desk 1</action>", True, "go to desk 1"),
+    ("<think>x</think><action>Go To Desk 1</action>", True, "go to desk 1"),
+    ("  <think>a</think>\n<action> look </action>\n", True, "look"),
+    ("<THINK>a</THINK><ACTION>Look</ACTION>", True, "look"),
+    ("<think>x</think><action>go to desk 2</action>", False, "go to desk 2"),
+    ("<think>a</think><action></action>", False, ""),
+    ("<think>x</think>Then <action>look</action>", False, "look"),
+    ("<action>look</action>", False, "look"),
+    ("<think>a</think><action>look</action><action>go to desk 1</action>", False, "look"),
+    ("< think >a</think><action>look</action>", False, "look"),
+    ("<think>a</think>< action >LOOK</ action >", False, "look"),
+    ("<think>桌子</think><action>look</action>", False, "look"),
+    ("<think>a，b</think><action>look</action>", True, "look"),
+    ("<think>これは</think><action>look</action>", True, "look"),
+    ("<think>상자</think><action>look</action>", True, "look"),
+    ("I will Look Around the room now, carefully.", False, "round the room now, carefully."),
+    ("<think>go to desk 1", False, "<think>go to desk 1"),
+    ("", False, ""),
+]
+SHOP = ["search[<your query>]", "click[buy now]"]
+WEBSHOP = [
+    ("<think>x</think><action>search[Red Shoes]</action>", True, "search[red shoes]"),
+    ("<think>x</think><action>click[Next >]</action>", True, "click[next >]"),
+    ("<think>x</think><action>click[B07XYZ1234]</action>", True, "click[b07xyz1234]"),
+    ("<think>x</think><action>fly away</action>", True, "fly away"),
+    ("<think>x</think><action>click[buy now]</action> ok", False, "click[buy now]"),
+    ("<think>红色</think><action>click[buy now]</action>", False, "click[buy now]"),
+    ("<think>a，b</think><action>click[Buy Now]</action>", True, "click[buy now]"),
+    ("No tags here: I would Click Buy Now right away.", False, "ould Click Buy Now right away."),
+]
+SOKOBAN = [
+    ("<think>a</think><action>up</action>", True, "up"),
+    ("<think>a</think><action>move up</action>", True, "up"),
+    ("<think>a</think><ACTION>RIGHT</ACTION>", True, "right"),
+    ("<think>a</think><action>Left</action>", True, "left"),
+    ("<think>a</think><action>still</action>", True, "still"),
+    ("<think>a</think><action>right, then up</action>", True, "up"),
+    ("<think>a</think><action>upward</action>", True, "up"),
+    ("<think>a</think> so <action>left</action> done", True, "left"),
+    ("</think><think><action>down</action>", True, "down"),
+    ("<think>上</think><action>up</action>", True, "up"),
+    ("<think>a</think><action>jump</action>", False, "still"),
+    ("<action>down</action>", False, "down"),
+    ("<THINK>a</THINK><action>down</action>", False, "down"),
+    ("</action><think>a</think><action>up", False, "still"),
+    ("<think>a</think><action>up", False, "still"),
+    ("I go up", False, "still"),
+]
+STUDY_CASES = (
+    [("alfworld", ROOM, *case) for case in ALFWORLD]
+    + [("webshop", SHOP, *case) for case in WEBSHOP]
+    + [("sokoban", ["up", "down", "left", "right"], *case) for case in SOKOBAN]
+)
+
+
+@pytest.mark.parametrize(("check", "admissible", "response", "ok", "executed"), STUDY_CASES)
+def test_the_studys_checks(check, admissible, response, ok, executed):
+    parsed, action = FORMAT_CHECKS[check](response, admissible)
+    assert (parsed.format_ok, action) == (ok, executed), parsed.error
+    assert (parsed.error is None) is ok
+
+
+def test_every_check_gives_hostile_input_a_verdict():
+    hostile = [
+        "<action>" * 200_000,
+        "<think>" + "</think>" * 200_000 + "<action>" * 100_000,
+        "<think>a</think><action>" + "x</action>" * 100_000,
+        b"\xff\xfe<think>a</think><action>up</action>",
+        None,
+        "\x00" * 1_000_000,
+    ]
+    for name, check in FORMAT_CHECKS.items():
+        verdicts = [check(response, ["up"]) for response in hostile]
+        loose = name == "sokoban"  # only it ignores text before <think>
+        assert [parsed.format_ok for parsed, _ in verdicts] == [False] * 3 + [loose] + [False] * 2
+        assert all(isinstance(action, str) for _, action in verdicts), name
 
 
 @pytest.mark.parametrize(("response", "admissible", "lowercase", "ok", "action"), CASES)

@@ -247,15 +247,22 @@ def test_gymnasium_checker_passes(env: WebShopEnv) -> None:
     check_env(env)
 
 
-def test_prompt_wrapper_keeps_query_case_and_lists_actions() -> None:
+def test_prompt_wrapper_lists_actions_and_checks_as_the_study() -> None:
     wrapped = PromptWrapper(gym.make(SMALL_ID))
     prompt, info = wrapped.reset(seed=0)
-    assert prompt.startswith("You are an expert autonomous agent operating in the WebShop")
-    assert "'search[<your query>]'" in prompt and info["task"] in prompt
+    assert prompt.startswith("\nYou are an expert autonomous agent operating in the WebShop")
+    assert "'search[<your query>]'," in prompt and info["task"] in prompt
     _, reward, _, _, info = wrapped.step("<think>go</think><action>search[Red Shampoo]</action>")
-    assert info["format_ok"] and info["parsed_action"] == "search[Red Shampoo]" and reward == 0.0
+    assert info["format_ok"] and info["parsed_action"] == "search[red shampoo]" and reward == 0.0
     assert info["action_is_valid"]
+    # The study's WebShop check is the format only: an unknown click costs no penalty.
     _, reward, _, _, info = wrapped.step("<think>x</think><action>click[nowhere]</action>")
+    assert info["format_ok"] and not info["action_is_valid"] and reward == 0.0
+    strict = PromptWrapper(gym.make(SMALL_ID), check="strict")  # ARLArena's: case kept
+    strict.reset(seed=0)
+    _, _, _, _, info = strict.step("<think>go</think><action>search[Red Shampoo]</action>")
+    assert info["format_ok"] and info["parsed_action"] == "search[Red Shampoo]"
+    _, reward, _, _, info = strict.step("<think>x</think><action>click[nowhere]</action>")
     assert not info["format_ok"] and reward == pytest.approx(-0.1)
 
 

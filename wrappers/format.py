@@ -1,20 +1,37 @@
-"""The study's strict response format: ``<think>…</think><action>…</action>`` and nothing else.
+"""Format checks of responses ``<think>…</think><action>…</action>``: the study's per env, and
+ARLArena's strict one.
 
-Holds :func:`parse_response` (the check of ``prompts.md``), :class:`ParsedResponse`,
-:func:`is_admissible` and :func:`format_response` (how well-formed responses are written, e.g.
-by the expert agent). The check never raises: any ``str`` or ``bytes`` gets a verdict.
+Holds :class:`ParsedResponse`, :class:`FormatCheck` and :data:`FORMAT_CHECKS` (name → check):
+
+* ``alfworld``, ``webshop``, ``sokoban``: the study's projections (its
+  ``env_package/*/projection.py``, see ``docs/prompts.md``), what a response is judged by
+  by default. ALFWorld: the strict shape, one tag of each, no CJK ideograph (U+4E00-9FFF only),
+  an admissible action (lower-cased). WebShop: the same without admissibility. Sokoban (loose):
+  ``<think>`` and ``</think>`` present and a direction, or ``still``, as a substring of the
+  lower-cased ``<action>`` content. A response with no ``<action>`` block executes the last 30
+  characters of the response (ALFWorld, WebShop) or ``still`` (Sokoban).
+* ``strict``: ARLArena's stricter check, :func:`parse_response` (also any CJK script and
+  full-width punctuation, admissibility everywhere, case kept where the env asks); a response
+  with no ``<action>`` block executes nothing.
+
+Also :func:`is_admissible`, :func:`contains_cjk` and :func:`format_response` (how well-formed
+responses are written, e.g. by the expert agent). No check raises: any ``str`` or ``bytes``
+gets a verdict, in time linear in its length.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from arlarena_envs.base import coerce_action
 
 __all__ = [
+    "FORMAT_CHECKS",
     "MAX_RESPONSE_CHARS",
+    "FormatCheck",
     "ParsedResponse",
     "contains_cjk",
     "format_response",
@@ -79,7 +96,7 @@ def parse_response(
     *,
     lowercase: bool = True,
 ) -> ParsedResponse:
-    """Apply the strict format check of ``prompts.md`` to one LLM response.
+    """ARLArena's strict format check (``strict``) of one LLM response.
 
     A response is valid only if it is exactly one ``<think>`` block followed by one ``<action>``
     block (tags case-insensitive, whitespace around them allowed), has no CJK character, is at
@@ -128,3 +145,98 @@ def _clean(action: str, lowercase: bool) -> str:
 def format_response(think: str, action: str) -> str:
     """A well-formed response: ``<think>think</think><action>action</action>``."""
     return f"<think>{think}</think><action>{action}</action>"
+
+
+# -- the study's projections --------------------------------------------------------------------
+_STUDY_CJK = re.compile("[\u4e00-\u9fff]")
+_OPEN = {tag: re.compile(rf"<\s*{tag}\s*>", re.I) for tag in ("think", "action")}
+_CLOSE = {tag: re.compile(rf"</\s*{tag}\s*>", re.I) for tag in ("think", "action")}
+_SOKOBAN_ACTIONS = ("up", "down", "left", "right", "still")
+
+
+def _first_action_block(text: str) -> str | None:
+    """The content of the leftmost ``<action>…</action>`` pair (spaces allowed inside the tags),
+    as the study's non-greedy search finds it, without its quadratic worst case."""
+    opening = _OPEN["action"].search(text)
+    if opening is None:
+        return None
+    closing = _CLOSE["action"].search(text, opening.end())
+    return None if closing is None else text[opening.end() : closing.start()]
+
+
+def _study_strict(
+    text: str, admissible: Sequence[str], lowercase: bool = True, *, pool: bool
+) -> ParsedResponse:
+    """The study's ALFWorld (``pool``) and WebShop projections: the strict shape, one tag of
+    each, no CJK ideograph, and for ALFWorld an admissible action; always lower-cased (whatever
+    ``lowercase`` says)."""
+    counts = [len(pattern.findall(text)) for pattern in (*_OPEN.values(), *_CLOSE.values())]
+    strict = _STRICT.match(text) if counts == [1, 1, 1, 1] else None
+    error = None
+    if strict is None:
+        error = "not exactly <think>...</think><action>...</action>, one tag of each"
+    elif _STUDY_CJK.search(text):
+        error = "CJK characters in the response"
+    if error is not None:
+        block = _first_action_block(text)
+        return ParsedResponse(False, None if block is None else block.strip().lower(), None, error)
+    action = strict.group(2).strip().lower()
+    think = strict.group(1).strip()
+    if pool and admissible and action not in {a.lower() for a in admissible}:
+        return ParsedResponse(False, action, think, f"action {action[:80]!r} is not admissible")
+    return ParsedResponse(True, action, think, None)
+
+
+def _sokoban(text: str, admissible: Sequence[str] = (), lowercase: bool = True) -> ParsedResponse:
+    """The study's Sokoban projection: a direction (or ``still``) found in the ``<action>``
+    content wins, the first of up/down/left/right/still, and ``<think>`` and ``</think>`` (as
+    written) must both be there. Always lower-cased; ``admissible`` is not consulted."""
+    lowered = text.lower()
+    start, end = lowered.find("<action>"), lowered.find("</action>")
+    if start == -1 or end == -1:
+        return ParsedResponse(False, None, None, "no <action> and </action> tags")
+    content = lowered[start + len("<action>") : end].strip()
+    action = next((name for name in _SOKOBAN_ACTIONS if name in content), None)
+    opening, closing = text.find("<think>"), text.find("</think>")
+    think = text[opening + len("<think>") : closing].strip() if -1 < opening < closing else None
+    if action is None:
+        return ParsedResponse(False, "still", think, f"no direction in {content[:80]!r}")
+    if opening == -1 or closing == -1:
+        return ParsedResponse(False, action, think, "no <think> and </think> tags")
+    return ParsedResponse(True, action, think, None)
+
+
+@dataclass(frozen=True)
+class FormatCheck:
+    """A named format check: the verdict on a response and what runs when it has no action.
+
+    Attributes:
+        parse: ``(response text, admissible actions, lower-case?) → ParsedResponse``.
+        no_action: the action executed for a response with no ``<action>`` block.
+    """
+
+    parse: Callable[[str, Sequence[str], bool], ParsedResponse]
+    no_action: Callable[[str], str]
+
+    def __call__(
+        self, response: str | bytes | None, admissible: Sequence[str] = (), lowercase: bool = True
+    ) -> tuple[ParsedResponse, str]:
+        """The verdict and the action the env executes."""
+        text = coerce_action(response)
+        parsed = self.parse(text, admissible, lowercase)
+        return parsed, parsed.action if parsed.action is not None else self.no_action(text)
+
+
+def _tail(text: str) -> str:
+    return text[-30:]
+
+
+FORMAT_CHECKS: dict[str, FormatCheck] = {
+    "alfworld": FormatCheck(partial(_study_strict, pool=True), _tail),
+    "webshop": FormatCheck(partial(_study_strict, pool=False), _tail),
+    "sokoban": FormatCheck(_sokoban, lambda _: "still"),
+    "strict": FormatCheck(
+        lambda text, admissible, lowercase: parse_response(text, admissible, lowercase=lowercase),
+        lambda _: "",
+    ),
+}

@@ -1,4 +1,7 @@
-"""``PromptWrapper``: the study's prompt, interaction history and format penalty around an env."""
+"""``PromptWrapper``: the study's prompt, interaction history and format check around an env.
+
+Holds :class:`PromptWrapper` and :data:`NOT_UNDERSTOOD` (the notice of ``notice=True``).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ from typing import Any
 import gymnasium as gym
 
 from arlarena_envs.base import clean_text, coerce_action, text_space
-from wrappers.format import parse_response
-from wrappers.templates import render_prompt
+from wrappers.format import FORMAT_CHECKS
+from wrappers.templates import TEMPLATES, render_prompt
 
 __all__ = ["NOT_UNDERSTOOD", "PromptWrapper"]
 
@@ -22,13 +25,19 @@ NOT_UNDERSTOOD = (
 class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
     """Turn a text env into an LLM env: prompt in, raw response out.
 
-    The observation becomes the full prompt of ``prompts.md`` (the env's template with the last
-    ``history_length`` (observation, action) pairs), and the action becomes the model's whole
-    response. The response goes through the strict format check: a response that fails it loses
-    ``format_penalty`` on the step's reward; its ``<action>`` is still executed when one can be
-    extracted, and when none can, the env gets an empty (invalid, state-preserving) action and
-    the prompt says the response was not understood. ``info`` gains ``format_ok``,
-    ``parsed_action``, ``format_error`` and ``env_reward`` (the reward before the penalty).
+    The observation becomes the env's template (:mod:`wrappers.templates`: the study's text,
+    without history on the first turn, then with the last ``history_length`` (observation,
+    action) pairs), and the action becomes the model's whole response. The response goes
+    through a format check of :data:`~wrappers.format.FORMAT_CHECKS`: ``check="study"``
+    (default) is the study's projection for the env (the template's ``check``), ``"strict"``
+    ARLArena's stricter one. A response that fails it loses ``format_penalty`` on the step's
+    reward; its action is still executed when one can be extracted; when none can, the check's
+    fallback runs (the study's: the response's last 30 characters, or Sokoban's ``still``;
+    ``strict``: an empty, invalid, state-preserving action). With ``notice=True`` the next
+    prompt then says the response was not understood (ARLArena's option; the study says
+    nothing). ``info`` gains ``format_ok``, ``parsed_action``, ``format_error``,
+    ``format_check`` (the check that ran), ``notice`` and ``env_reward`` (the reward before the
+    penalty).
 
     Text follows the envs' rule (:func:`arlarena_envs.base.clean_text`): the response is
     cleaned on the way in (:func:`~arlarena_envs.base.coerce_action`), and the prompt on the
@@ -44,24 +53,35 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         >>> import gymnasium as gym, arlarena_envs
         >>> env = PromptWrapper(gym.make("ARLArena/Sokoban-v0"))
         >>> prompt, info = env.reset(seed=0)
-        >>> prompt.startswith("You are an expert agent operating in the Sokoban environment.")
+        >>> prompt.startswith("\\nYou are an expert agent operating in the Sokoban environment.")
         True
         >>> _, reward, *_, info = env.step("I will go up.")
-        >>> info["format_ok"], round(reward, 2)
-        (False, -0.2)
+        >>> info["format_ok"], info["format_check"], round(reward, 2)
+        (False, 'sokoban', -0.2)
     """
 
     def __init__(
-        self, env: gym.Env, history_length: int = 2, format_penalty: float = 0.1
+        self,
+        env: gym.Env,
+        history_length: int = 2,
+        format_penalty: float = 0.1,
+        check: str = "study",
+        notice: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, history_length=history_length, format_penalty=format_penalty
+            self, history_length=history_length, format_penalty=format_penalty, check=check,
+            notice=notice,
         )
         gym.Wrapper.__init__(self, env)
         if history_length < 0:
             raise ValueError(f"history_length must be >= 0, got {history_length}")
+        if check != "study" and check not in FORMAT_CHECKS:
+            known = ", ".join(["study", *FORMAT_CHECKS])
+            raise ValueError(f"check must be one of {known}, got {check!r}")
         self.history_length = history_length
         self.format_penalty = float(format_penalty)
+        self.check = check
+        self.notice = bool(notice)
         self.template = getattr(env.unwrapped, "prompt_template", "")
         self.strict = getattr(env.unwrapped, "strict_format", True)
         self.lowercase = getattr(env.unwrapped, "lowercase_actions", True)
@@ -70,6 +90,13 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         self._steps = 0
         self._obs = ""
         self._info: dict[str, Any] = {}
+
+    @property
+    def format_check(self) -> str | None:
+        """The name of the check that judges responses (``None``: free-form actions)."""
+        if not self.strict:
+            return None
+        return TEMPLATES[self.template].check if self.check == "study" else self.check
 
     def _prompt(self, observation: str, notice: str = "") -> str:
         history = list(self._history)[-self.history_length :] if self.history_length else []
@@ -99,24 +126,24 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         action = coerce_action(action)
-        if self.strict:
-            parsed = parse_response(
-                action, self._info.get("admissible_actions", ()), lowercase=self.lowercase
-            )
-            env_action = parsed.action if parsed.action is not None else ""
-        else:
+        check = self.format_check
+        if check is None:
             parsed, env_action = None, action
+        else:
+            admissible = self._info.get("admissible_actions", ())
+            parsed, env_action = FORMAT_CHECKS[check](action, admissible, self.lowercase)
         obs, reward, terminated, truncated, info = self.env.step(env_action)
         info = dict(info)
         info["env_reward"] = float(reward)
         info["format_ok"] = True if parsed is None else parsed.format_ok
         info["format_error"] = None if parsed is None else parsed.error
         info["parsed_action"] = env_action if parsed is None else parsed.action
+        info["format_check"], info["notice"] = check, self.notice
         if not info["format_ok"]:
             reward = float(reward) - self.format_penalty
         self._history.append((self._obs, env_action))
         self._steps += 1
         self._obs, self._info = obs, info
-        notice = "" if parsed is None or parsed.action is not None else f"{NOT_UNDERSTOOD}\n"
-        prompt = self._prompt(obs, notice)
+        unparsed = parsed is not None and parsed.action is None
+        prompt = self._prompt(obs, f"{NOT_UNDERSTOOD}\n" if self.notice and unparsed else "")
         return prompt, float(reward), terminated, truncated, self._with_image(info)

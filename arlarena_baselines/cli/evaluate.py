@@ -33,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for gymnasium.make")
     p.add_argument("--history-length", type=int, default=2)
     p.add_argument("--format-penalty", type=float, default=0.1)
+    p.add_argument("--format-check", default="study", choices=("study", "strict"),
+                   help="study: the study's check of the env (default); strict: ARLArena's")
+    p.add_argument("--notice", action="store_true", help="say in the next prompt that a response "
+                   "without an <action> block was not understood (the study says nothing)")
     p.add_argument("--batch-size", type=int, default=16, help="episodes in flight at once")
     p.add_argument("--out", default="results", help="directory for the JSONL results")
     p.add_argument("--resume", action="store_true", help="continue existing results files "
@@ -44,9 +48,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "openai: model name (default $OPENAI_MODEL); debate: model of 3 debaters")
     g.add_argument("--base-url", default=None, help="openai: endpoint (default $OPENAI_BASE_URL)")
     g.add_argument("--api-key", default=None, help="openai: key (default $OPENAI_API_KEY)")
-    g.add_argument("--max-tokens", type=int, default=256, help="response token budget")
-    g.add_argument("--temperature", type=float, default=0.6)
-    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--max-tokens", type=int, default=None, help="response token budget "
+                   "(default: the study's for the env, e.g. 512 ALFWorld/WebShop, 500 Sokoban)")
+    g.add_argument("--temperature", type=float, default=None, help="default: the study's "
+                   "evaluation temperature for the env (0.6; Sokoban 0.4)")
+    g.add_argument("--top-p", type=float, default=None, help="default: the env's (0.95; "
+                   "Sokoban 1.0)")
+    g.add_argument("--top-k", type=int, default=None, help="hf: default the env's (20; Sokoban "
+                   "none); 0 disables")
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
     g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request")
     g.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
@@ -99,7 +108,8 @@ def _load_prices(text: str | None) -> dict[str, Any] | None:
 def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> dict[str, Any]:
     if name == "hf":
         return {"model": args.model, "max_new_tokens": args.max_tokens,
-                "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
+                "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
+                "seed": args.seed}
     if name not in _API_AGENTS:
         return {"seed": args.seed}
     options = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key,
@@ -112,6 +122,17 @@ def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) 
         options.update(debaters=args.debaters, judge=args.judge, rounds=args.rounds,
                        decision=args.decision)
     return options
+
+
+def _fill_sampling(args: argparse.Namespace, env_id: str) -> None:
+    """Fill the sampling options left unset with the env's (the study's per-env settings)."""
+    from arlarena_envs.registration import env_sampling
+
+    study = env_sampling(env_id)
+    for option, value in (("max_tokens", study.max_tokens), ("temperature", study.temperature),
+                          ("top_p", study.top_p), ("top_k", study.top_k)):
+        if getattr(args, option) is None:
+            setattr(args, option, value)
 
 
 def _spent(usage: dict[str, float]) -> str:
@@ -135,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         env_id = arlarena_envs.resolve_env_id(args.env)
+        _fill_sampling(args, env_id)
         env_kwargs = json.loads(args.env_kwargs)
         prices = _load_prices(args.prices)
         budget = RequestBudget(args.max_requests)
@@ -144,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
     config = EvalConfig(
         env=env_id, episodes=args.episodes, samples=args.samples, seed=args.seed,
         history_length=args.history_length, format_penalty=args.format_penalty,
-        batch_size=args.batch_size, env_kwargs=env_kwargs,
+        check=args.format_check, notice=args.notice, batch_size=args.batch_size,
+        env_kwargs=env_kwargs,
         reset_options={"split": args.split} if args.split else {},
     )
     cache = ResponseCache(args.cache_dir) if args.cache_dir else None

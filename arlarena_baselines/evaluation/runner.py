@@ -36,7 +36,9 @@ class EvalConfig:
         samples: rollouts per task (pass@k needs ``samples >= k``).
         seed: first env seed.
         history_length: (observation, action) pairs shown in the prompt.
-        format_penalty: reward lost by a response that fails the strict format check.
+        format_penalty: reward lost by a response that fails the format check.
+        check, notice: :class:`~wrappers.prompt.PromptWrapper`'s format check (``study``: the
+            env's projection in the study; ``strict``: ARLArena's) and not-understood notice.
         batch_size: episodes in flight at once (one agent call per turn covers them all).
         env_kwargs: keyword arguments for ``gymnasium.make``.
         reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "eval"}``).
@@ -48,6 +50,8 @@ class EvalConfig:
     seed: int = 0
     history_length: int = 2
     format_penalty: float = 0.1
+    check: str = "study"
+    notice: bool = False
     batch_size: int = 16
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     reset_options: dict[str, Any] = field(default_factory=dict)
@@ -56,7 +60,9 @@ class EvalConfig:
 def make_env(config: EvalConfig) -> gym.Env:
     """``gymnasium.make`` + ``PromptWrapper``: the stack every agent sees."""
     env = gym.make(arlarena_envs.resolve_env_id(config.env), **config.env_kwargs)
-    return PromptWrapper(env, config.history_length, config.format_penalty)
+    return PromptWrapper(
+        env, config.history_length, config.format_penalty, config.check, config.notice
+    )
 
 
 def episode_id(seed: int, sample: int) -> str:
@@ -180,6 +186,8 @@ def _step(
         "parsed_action": info.get("parsed_action"),
         "format_ok": info.get("format_ok"),
         "format_error": info.get("format_error"),
+        "format_check": info.get("format_check"),
+        "notice": info.get("notice"),
         "action_is_valid": info.get("action_is_valid"),
         "reward": reward,
         "env_reward": info.get("env_reward", reward),

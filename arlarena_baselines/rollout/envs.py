@@ -43,7 +43,8 @@ class EnvFactory:
     Attributes:
         env: CLI name (``sokoban``) or full gymnasium id.
         env_kwargs: keyword arguments for ``gymnasium.make``.
-        history_length, format_penalty: :class:`~wrappers.prompt.PromptWrapper`'s settings.
+        history_length, format_penalty, check, notice: :class:`~wrappers.prompt.PromptWrapper`'s
+            settings.
         template: a template name that replaces the env's own (e.g. ``sokoban_compact``, see
             :mod:`~arlarena_baselines.rollout.templates`), or ``None``.
     """
@@ -53,6 +54,8 @@ class EnvFactory:
     history_length: int = 2
     format_penalty: float = 0.1
     template: str | None = None
+    check: str = "study"
+    notice: bool = False
 
     def __call__(self) -> gym.Env:
         import arlarena_envs
@@ -60,7 +63,9 @@ class EnvFactory:
         from wrappers.prompt import PromptWrapper
 
         env = gym.make(arlarena_envs.resolve_env_id(self.env), **self.env_kwargs)
-        wrapped = PromptWrapper(env, self.history_length, self.format_penalty)
+        wrapped = PromptWrapper(
+            env, self.history_length, self.format_penalty, self.check, self.notice
+        )
         if self.template is not None:
             templates.check_template(self.template)
             wrapped.template = self.template

@@ -6,8 +6,9 @@ backward over it dominate a training step. ``sokoban_compact`` keeps what a poli
 goal, the legend, the grid, the admissible actions and the required format) in ~130 tokens,
 with the grid's cells separated by spaces: SmolLM2's tokenizer merges runs of ``_`` into one
 token (``#__P_#`` is 4 tokens), which hides the columns from a small model trained from scratch;
-spaced, every cell is one token. Select it with ``rollout.template: sokoban_compact``; results
-with it are not comparable to the study's prompt.
+spaced, every cell is one token. Responses are judged by the study's Sokoban check, as with the
+study's template. Select it with ``rollout.template: sokoban_compact``; results with it are not
+comparable to the study's prompt.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ COMPACT_TEMPLATES: dict[str, Template] = {
         "actions: [{admissible_actions}]. Answer as <think>...</think><action>...</action>.",
         lambda actions: ", ".join(actions),
         spaced_grid,
+        check="sokoban",
     ),
 }
 
