@@ -239,7 +239,8 @@ class WebShopEnv(TextEnv):
         if self.client.page.search_bar is not None:
             return f"search[{query}]"
         on_target = here.asin.lower() == target
-        if here.kind == "results" and here.keywords == query[:MAX_KEYWORDS_CHARS]:
+        # The study's checks lower-case every action, so its own search may come back so.
+        if here.kind == "results" and here.keywords.lower() == query[:MAX_KEYWORDS_CHARS].lower():
             if target in clickables:
                 return f"click[{target}]"
             if here.page < _MAX_RESULT_PAGES and "next >" in clickables:
