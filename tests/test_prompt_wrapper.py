@@ -3,6 +3,8 @@ the penalty and the options (strict check, not-understood notice)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -365,6 +367,13 @@ def test_every_template_renders_both_turn_kinds():
             assert "Prior to this step" in later
     with pytest.raises(KeyError, match="known"):
         render_prompt("chess", task="", observation="")
+
+
+def test_docs_show_every_study_text_verbatim():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "prompts.md").read_text("utf-8")
+    for name in ("alfworld", "webshop", "sokoban", "sokoban_visual"):
+        for text in (TEMPLATES[name].text, TEMPLATES[name].later):
+            assert text is None or f"```text\n{text.strip()}\n```" in docs, name
 
 
 def test_negative_history_is_rejected():

@@ -1,9 +1,10 @@
 """Compact prompt variants for cheap training runs, registered beside the study's templates.
 
 Holds :data:`COMPACT_TEMPLATES` (added to :data:`wrappers.templates.TEMPLATES` on import) and
-:func:`check_template`. The study's Sokoban prompt is ~400 tokens a turn; on a CPU, prefill and
-backward over it dominate a training step. ``sokoban_compact`` keeps what a policy needs (the
-goal, the legend, the grid, the admissible actions and the required format) in ~130 tokens,
+:func:`check_template`. The study's Sokoban prompt is ~500 SmolLM2 tokens on the first turn
+and ~800 with two history pairs (``docs/prompts.md``); on a CPU, prefill and backward over it
+dominate a training step. ``sokoban_compact`` keeps what a policy needs (the goal, the legend,
+the grid, the admissible actions and the required format) in ~120 tokens,
 with the grid's cells separated by spaces: SmolLM2's tokenizer merges runs of ``_`` into one
 token (``#__P_#`` is 4 tokens), which hides the columns from a small model trained from scratch;
 spaced, every cell is one token. Responses are judged by the study's Sokoban check, as with the
