@@ -168,7 +168,9 @@ def test_hostile_actions_leave_the_bare_env_inside_its_spaces(made):
 
 def test_hostile_responses_leave_prompts_inside_the_wrapper_space(made):
     name, env, options = made
-    wrapped = PromptWrapper(env, history_length=2)
+    # Sokoban's history names the move (Up, ..., Still), as the study's: no echo to look for.
+    echoes = name != "sokoban"
+    wrapped = PromptWrapper(env, history_length=2, check="study" if echoes else "strict")
     prompt, info = wrapped.reset(seed=0, options=options)
     assert_in_space(wrapped, prompt, info)
     for payload, shown in PAYLOADS + _extra_payloads(name):
@@ -178,7 +180,7 @@ def test_hostile_responses_leave_prompts_inside_the_wrapper_space(made):
         if len(payload) < 1000 and shown:
             if name != "tir":  # the env got the clean action, and the history shows it
                 assert info["parsed_action"] == shown
-            assert shown in prompt
+            assert shown in prompt or not echoes
         if terminated or truncated:
             prompt, info = wrapped.reset(seed=0, options=options)
     # One more step: the hostile actions of the history are still clean in the next prompt.
@@ -187,13 +189,19 @@ def test_hostile_responses_leave_prompts_inside_the_wrapper_space(made):
 
 
 def test_a_prompt_longer_than_its_space_loses_its_middle_not_its_instructions():
-    wrapped = PromptWrapper(gym.make("ARLArena/Sokoban-v0"), history_length=5)
-    first, _ = wrapped.reset(seed=0)
-    for k in range(5):  # five 30,000-character actions in the history: 150,000 characters
-        prompt, *_, info = wrapped.step(f"<think>t</think><action>{'u' * 30_000}{k}</action>")
+    def prompt_after(action: str) -> tuple[PromptWrapper, str, dict[str, Any]]:
+        # The bandit's history shows the actions (Sokoban's names the moves, as the study's).
+        wrapped = PromptWrapper(gym.make("ARLArena/Bandit-v0", rounds=20), history_length=5)
+        wrapped.reset(seed=0)
+        for k in range(5):
+            prompt, *_, info = wrapped.step(f"<think>t</think><action>{action}{k}</action>")
+        return wrapped, prompt, info
+
+    _, short, _ = prompt_after("u")
+    wrapped, prompt, info = prompt_after("u" * 30_000)  # 150,000 characters of history
     assert_in_space(wrapped, prompt, info)
     assert len(prompt) > wrapped.observation_space.max_length - 100 and "characters cut" in prompt
-    assert prompt.startswith(first[:200]) and prompt.endswith(first[-500:])
+    assert prompt.startswith(short[:100]) and prompt.endswith(short[-150:])
 
 
 # -- the sandbox's binary output --------------------------------------------------------------
@@ -260,9 +268,10 @@ def _assert_results_clean(path: Path, episodes: int) -> list[dict[str, Any]]:
 
 
 # TIR Math ends an episode at a reply without code (the study's rule): 6 one-turn episodes
-# there meet every reply that 2 Sokoban episodes meet.
+# there meet every reply that 2 bandit episodes meet. The bandit's history shows the actions
+# (Sokoban's names the moves, as the study's).
 @pytest.mark.parametrize(("env", "kwargs", "cache", "episodes"), [
-    ("sokoban", {}, True, 2), ("math", TIR_KWARGS, False, 6)])
+    ("ARLArena/Bandit-v0", {"rounds": 6}, True, 2), ("math", TIR_KWARGS, False, 6)])
 def test_arlarena_eval_survives_hostile_api_replies(tmp_path, env, kwargs, cache, episodes):
     with ChatServer(_cycling(HOSTILE_REPLIES), model="m") as server:
         status = main(["eval", "--env", env, "--agent", "openai", "--model", "m",
@@ -280,7 +289,7 @@ def test_arlarena_eval_survives_hostile_api_replies(tmp_path, env, kwargs, cache
     assert LEGIT in responses
     prompts = "".join(t["prompt"] for t in turns)
     assert "\x00" not in prompts and "\\x00" in prompts  # the echo, escaped
-    if env == "sokoban":
+    if env == "ARLArena/Bandit-v0":
         assert f"right {LEGIT}" in prompts  # legitimate text survives into the history
 
 
