@@ -5,10 +5,10 @@ Plays one episode per held-out level (seeds ``eval.seed + i``, as ``arlarena tra
 with the policy of an ``arlarena train`` config at the given sampling, then prints:
 
 - success by the length of the level's shortest solution (BFS), as ``won/levels``;
-- over the failed episodes: malformed turns (the strict format check failed), no-op turns (a
-  well-formed move that left the state unchanged: a walk or push into a wall, which a
-  near-greedy policy tends to repeat until the turn limit), and how many ended deadlocked (no
-  solution from the final state).
+- over the failed episodes: malformed turns (the format check failed), no-op turns (a move
+  that left the state unchanged: a walk or push into a wall, or ``still``, which a near-greedy
+  policy tends to repeat until the turn limit), and how many ended deadlocked (no solution
+  from the final state).
 
 Example (the ``make learn`` recipe's checkpoint)::
 
@@ -27,10 +27,10 @@ import torch
 
 from arlarena_baselines.rollout import StepSample, make_env_pool
 from arlarena_baselines.trainer.config import load_config
-from arlarena_baselines.trainer.heldout import eval_sampling, heldout_rollout
+from arlarena_baselines.trainer.heldout import heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
+from arlarena_baselines.trainer.sampling import eval_sampling
 from arlarena_envs.sokoban.env import SokobanEnv
-from wrappers.format import parse_response
 
 
 def main() -> None:
@@ -80,9 +80,8 @@ def main() -> None:
         failures["turns"] += len(steps)
         failures["malformed turns"] += sum(not s.valid for s in steps)
         for sample in steps:
-            if sample.valid:
-                grid, *_ = env.step(parse_response(sample.response).action)
-                failures["no-op turns"] += grid == sample.anchor
+            grid, *_ = env.step(sample.action)
+            failures["no-op turns"] += grid == sample.anchor
         failures["deadlocked"] += env.shortest_solution() is None
 
     won = sum(e.won for e in rollout.episodes)

@@ -24,7 +24,7 @@ from arlarena_baselines.algos import METHODS, get_method, study_method
 from arlarena_baselines.openrlhf import launch
 from arlarena_baselines.openrlhf.cli import OpenRLHFArgumentError, parse_train_args
 from arlarena_baselines.openrlhf.settings import task_from_label
-from arlarena_envs.registration import ENV_SPECS, resolve_env_id
+from arlarena_envs.registration import ENV_SPECS, env_sampling, resolve_env_id
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "openrlhf" / "train.sh"
@@ -70,9 +70,14 @@ def test_every_method_gives_a_command_openrlhf_accepts(env, tmp_path):
         # 16 groups × 8 rollouts, one update per rollout batch, lr 1e-6, T = 1.0
         assert (args.rollout.batch_size, args.rollout.n_samples_per_prompt) == (16, 8)
         assert args.train.batch_size == 128 and args.actor.adam.lr == 1e-6
-        assert args.rollout.temperature == 1.0 and args.eval.temperature == 0.6
-        assert (env_vars["ARLARENA_EVAL_TOP_P"], env_vars["ARLARENA_EVAL_TOP_K"]) == ("0.95",
-                                                                                   "20")
+        # evaluation as the study's scripts for the env (ALFWorld/WebShop: T 0.6, p 0.95,
+        # k 20; Sokoban T 0.4; maths T 0.6, p 0.7)
+        study = env_sampling(launch.ENVS[env].env)
+        assert args.rollout.temperature == 1.0 and args.eval.temperature == study.temperature
+        assert (float(env_vars["ARLARENA_EVAL_TOP_P"]), int(env_vars["ARLARENA_EVAL_TOP_K"])) \
+            == (study.top_p, study.top_k)
+        if env in ("alfworld", "webshop"):
+            assert (study.temperature, study.top_p, study.top_k) == (0.6, 0.95, 20)
         assert int(env_vars["ARLARENA_STEPS"]) == launch.Launch.steps
         assert args.vllm.enable_prefix_caching
         # the method's own hyperparameters

@@ -6,7 +6,7 @@
 - Several update mini-batches per rollout batch make the later ones off-policy.
 - Micro-batches add up to the full mini-batch's gradient in every aggregation mode.
 - Gradient clipping bounds the step; a non-finite gradient skips it.
-- DAPO resamples until its round limit when every group is filtered out.
+- DAPO resamples until its round limit when every group is filtered out, then tops up.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.rollout import pack_pairs, response_log_probs
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import load_config
@@ -170,4 +171,7 @@ def test_dapo_resamples_until_its_round_limit_when_every_group_is_dropped(tmp_pa
         trainer.close()
     assert metrics[keys.ROUNDS] == 3.0
     assert metrics[keys.EPISODES] == 3 * 2 * 4  # three rounds of 2 tasks x 4 rollouts
-    assert metrics["rollout/groups_filtered"] == 6.0
+    # The first two rounds' groups are dropped; the last round tops the batch up to its 2
+    # groups with all-equal ones, as the study's filter_group_data does.
+    assert metrics[mn.GROUPS_FILTERED] == 4.0 and metrics[mn.GROUPS_TOPPED_UP] == 2.0
+    assert metrics[keys.SAMPLES] == 2 * 4 * 2

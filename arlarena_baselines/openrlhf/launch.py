@@ -40,7 +40,7 @@ from arlarena_baselines.algos import Method, get_method, method_fields, study_me
 from arlarena_baselines.openrlhf import settings
 from arlarena_baselines.openrlhf.settings import Task
 from arlarena_baselines.trainer.config import TrainConfig
-from arlarena_envs.registration import ENV_SPECS, resolve_env_id
+from arlarena_envs.registration import ENV_SPECS, env_sampling, resolve_env_id
 
 __all__ = [
     "AGENT_FILE",
@@ -204,7 +204,8 @@ def openrlhf_args(launch: Launch) -> list[str]:
         "--train.max_epochs", str(c.rl.epochs), "--train.num_episodes", "1",
         "--rollout.temperature", str(c.rollout.temperature),
         "--rollout.top_p", str(c.rollout.top_p),
-        "--eval.temperature", str(c.eval.temperature), "--eval.n_samples_per_prompt", "1",
+        "--eval.temperature", str(env_sampling(run.env).temperature),
+        "--eval.n_samples_per_prompt", "1",
         "--eval.steps", str(c.eval.every),
         "--algo.advantage.estimator", "group_norm",
         *_method_flags(launch.resolved),
@@ -231,8 +232,8 @@ def runtime_env(launch: Launch) -> dict[str, Any]:
         settings.MAX_TURNS: str(run.max_turns),
         settings.METHOD: launch.resolved.name,
         settings.STEPS: str(launch.steps),
-        settings.EVAL_TOP_P: str(c.eval.top_p),
-        settings.EVAL_TOP_K: str(c.eval.top_k),
+        settings.EVAL_TOP_P: str(env_sampling(run.env).top_p),
+        settings.EVAL_TOP_K: str(env_sampling(run.env).top_k),
     }
     if launch.overrides:
         env_vars[settings.METHOD_OVERRIDES] = json.dumps(launch.overrides)

@@ -218,6 +218,7 @@ def _run_wave(
                     valid=bool(info.get("format_ok", True)),
                     prompt=episode.prompt,
                     response=reply.text,
+                    action=str(info.get("parsed_action") or ""),
                 )
             )
             episode.episode_return += float(reward)

@@ -32,6 +32,7 @@ class StepSample:
         valid: whether the response passed the strict format check.
         entropy: the mean token entropy of π_old over the response (EMPG's turn entropy).
         prompt, response: the texts (kept for logs and behaviour cloning).
+        action: what the env executed (the format check's action; ``""`` when none).
     """
 
     prompt_ids: list[int]
@@ -44,6 +45,7 @@ class StepSample:
     valid: bool
     prompt: str = ""
     response: str = ""
+    action: str = ""
     episode_score: float = 0.0
     old_log_probs: list[float] = field(default_factory=list)
     entropy: float = 0.0

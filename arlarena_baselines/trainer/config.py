@@ -8,9 +8,9 @@ evaluation), :class:`SFTConfig` (behaviour cloning), :class:`RLConfig`, :class:`
 flags) and :func:`method_config_yaml` (the per-method files under ``configs/rl/``).
 
 Defaults reproduce the study's agent-run settings (16 groups × 8 rollouts, history of 2,
-train T = 1.0, eval T = 0.6 / top-p 0.95 / top-k 20, lr 1e-6, one update epoch); the method's
-own hyperparameters (ε, KL β, entropy bonus, …) come from :data:`~arlarena_baselines.algos.METHODS`
-and are changed with ``rl.method_overrides``.
+train T = 1.0, the env's response budget and evaluation sampling, lr 1e-6, one update
+epoch); the method's own hyperparameters (ε, KL β, entropy bonus, …) come from
+:data:`~arlarena_baselines.algos.METHODS` and are changed with ``rl.method_overrides``.
 """
 
 from __future__ import annotations
@@ -82,13 +82,19 @@ class RolloutConfig:
         template: replace the env's prompt template (e.g. ``sokoban_compact``); ``null`` keeps
             the study's template.
         history_length: (observation, action) pairs shown in the prompt.
-        format_penalty: reward lost by a response failing the strict format check.
+        format_penalty: reward lost by a response failing the format check.
+        format_check: ``study`` (the study's per-env projection) or ``strict`` (ARLArena's
+            strict check); see :data:`wrappers.format.FORMAT_CHECKS`.
+        notice: tell the model when its previous response had no ``<action>`` block.
         max_turns: cut episodes after this many turns (``null``: the env's own limit).
         n_groups: tasks (env seeds) per training step; each is one group.
         group_size: rollouts per task (G), all on the task's seed.
-        max_new_tokens: response budget per turn.
-        temperature, top_p, top_k: training sampling (the study: T = 1.0, no top-p / top-k).
-        backend: generation backend: ``hf`` (transformers ``generate``), ``vllm`` (a vLLM
+        max_new_tokens: response budget per turn (``null``: the study's for the env, e.g. 512
+            on ALFWorld and WebShop, 500 on Sokoban; see
+            :func:`arlarena_envs.registration.env_sampling`).
+        temperature, top_p, top_k: training sampling (the study: T = 1.0, no top-p / top-k;
+            RL refuses truncated sampling, see :func:`~.sampling.training_sampling`).
+        backend: generation backend: ``hf`` (our KV-cache decode loop), ``vllm`` (a vLLM
             engine that gets the weights after each update; ``pip install 'arlarena[vllm]'``)
             or any name added with
             :func:`~arlarena_baselines.rollout.generation.register_backend`.
@@ -109,10 +115,12 @@ class RolloutConfig:
     template: str | None = None
     history_length: int = 2
     format_penalty: float = 0.1
+    format_check: str = "study"
+    notice: bool = False
     max_turns: int | None = None
     n_groups: int = 16
     group_size: int = 8
-    max_new_tokens: int = 256
+    max_new_tokens: int | None = None
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
@@ -135,7 +143,8 @@ class EvalConfig:
         every: evaluate every this many steps (0 = only at the start and the end).
         episodes: held-out tasks, one rollout each; task ``i`` uses seed ``seed + i``.
         seed: first held-out seed (far from the training seeds).
-        temperature, top_p, top_k: the study's evaluation sampling.
+        temperature, top_p, top_k: evaluation sampling (``null``: the study's for the env,
+            e.g. T 0.6 / top-p 0.95 / top-k 20 on ALFWorld and WebShop, T 0.4 on Sokoban).
         max_new_tokens: response budget (``null``: the rollout's).
         at_start: evaluate before the first step too (the starting checkpoint's figure).
     """
@@ -143,9 +152,9 @@ class EvalConfig:
     every: int = 10
     episodes: int = 32
     seed: int = 1_000_000
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = 20
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
     max_new_tokens: int | None = None
     at_start: bool = True
 

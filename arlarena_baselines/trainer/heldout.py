@@ -1,9 +1,10 @@
 """Periodic evaluation on held-out env seeds with the study's evaluation sampling.
 
-Holds :func:`eval_sampling`, :func:`heldout_rollout` (the episodes themselves, for analyses
+Holds :func:`heldout_rollout` (the episodes themselves, for analyses
 such as ``scripts/sokoban_failures.py``) and :func:`evaluate_policy` (their metrics). Task ``i``
-uses env seed ``eval.seed + i`` (far from the training seeds), one rollout each, sampled at
-T = 0.6, top-p 0.95, top-k 20 by default. Every episode samples from its own random stream,
+uses env seed ``eval.seed + i`` (far from the training seeds), one rollout each, sampled with
+:func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the env by
+default). Every episode samples from its own random stream,
 so two checkpoints evaluated with the same config play the same episodes up to their own
 choices: their results compare task by task (:mod:`arlarena_baselines.evaluation.paired`).
 """
@@ -14,20 +15,10 @@ from arlarena_baselines.rollout import EnvPool, Rollout, SamplingParams, Task, c
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
 from arlarena_baselines.trainer.policy import Policy
+from arlarena_baselines.trainer.sampling import eval_sampling
 from arlarena_baselines.trainer.tracking import MetricsLogger
 
-__all__ = ["eval_sampling", "evaluate_policy", "heldout_rollout"]
-
-
-def eval_sampling(config: TrainConfig) -> SamplingParams:
-    """The evaluation sampling settings of ``config``."""
-    e = config.eval
-    return SamplingParams(
-        temperature=e.temperature,
-        top_p=e.top_p,
-        top_k=e.top_k,
-        max_new_tokens=e.max_new_tokens or config.rollout.max_new_tokens,
-    )
+__all__ = ["evaluate_policy", "heldout_rollout"]
 
 
 def heldout_rollout(

@@ -40,7 +40,8 @@ __all__ = ["Policy", "env_factory"]
 def env_factory(config: TrainConfig) -> EnvFactory:
     """The wrapper stack of ``config.rollout`` (shared by training and evaluation)."""
     r = config.rollout
-    return EnvFactory(r.env, dict(r.env_kwargs), r.history_length, r.format_penalty, r.template)
+    return EnvFactory(r.env, dict(r.env_kwargs), r.history_length, r.format_penalty, r.template,
+                      r.format_check, r.notice)
 
 
 @dataclass

@@ -48,7 +48,6 @@ from arlarena_baselines.algos import (
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.rollout import (
     Rollout,
-    SamplingParams,
     StepSample,
     Task,
     call_seed,
@@ -68,9 +67,10 @@ from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
 from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
+from arlarena_baselines.trainer.sampling import training_sampling
 from arlarena_baselines.trainer.tracking import MetricsLogger
 
-__all__ = ["RLTrainer", "train_rl", "training_sampling"]
+__all__ = ["RLTrainer", "train_rl"]
 
 
 @dataclass
@@ -422,25 +422,6 @@ class RLTrainer:
         self.pool.close()
         self.policy.close()
         self.threads.restore()
-
-
-def training_sampling(config: TrainConfig) -> SamplingParams:
-    """The training rollouts' sampling, refused unless it is the full softmax at T > 0: the
-    loss differentiates softmax(logits / T) over the whole vocabulary, so top-p / top-k
-    truncation or greedy decoding would train on a distribution that was not sampled."""
-    r = config.rollout
-    sampling = SamplingParams(r.temperature, r.top_p, r.top_k, r.max_new_tokens)
-    if sampling.temperature == 0:
-        raise ValueError("rollout.temperature must be > 0 for RL (greedy rollouts have no "
-                         "sampling distribution to differentiate)")
-    if sampling.truncated:
-        raise ValueError(
-            f"rollout.top_p={r.top_p}, rollout.top_k={r.top_k}: RL rollouts must sample the "
-            "full softmax, because every log-prob of the loss (old, new, reference) is of the "
-            "whole vocabulary; set rollout.top_p=1.0 and rollout.top_k=0 (the study's "
-            "training sampling), and use eval.top_p / eval.top_k for evaluation"
-        )
-    return sampling
 
 
 def train_rl(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
