@@ -25,7 +25,7 @@ from arlarena_baselines.trainer.models import load_policy
 from tests.sampling_checks import token_ranks
 from wrappers.agents import AgentRequest, make_agent
 from wrappers.agents.base import stream_seed
-from wrappers.agents.sampling import generate_tokens, sampling_probs
+from wrappers.agents.sampling import generate_tokens, sample_tokens, sampling_probs
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
@@ -56,6 +56,19 @@ def test_top_p_keeps_the_smallest_set_reaching_its_mass():
     assert probs[0].tolist() == pytest.approx([0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0.0])
     greedy = sampling_probs(logits, SamplingParams(temperature=0))
     assert greedy[0].tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_sampled_tokens_have_their_probabilities():
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0])
+    logits = torch.log(probs).expand(4000, -1)
+    generators = [torch.Generator().manual_seed(i) for i in range(4000)]
+    tokens = sample_tokens(logits, SamplingParams(), generators)
+    share = torch.bincount(tokens, minlength=5).double() / 4000
+    assert share[4] == 0  # a token of probability 0 is never drawn
+    assert share.tolist() == pytest.approx(probs.tolist(), abs=0.025)
+    again = sample_tokens(logits[:3], SamplingParams(),
+                          [torch.Generator().manual_seed(i) for i in range(3)])
+    assert again.tolist() == tokens[:3].tolist()  # row i depends on its generator alone
 
 
 def test_training_sampling_draws_from_the_full_softmax(tiny, prompts):

@@ -99,13 +99,22 @@ def sample_tokens(
     logits: Tensor, sampling: SamplingParams, generators: Sequence[torch.Generator]
 ) -> Tensor:
     """One token id per row of ``logits`` (B, V), row ``i`` drawn with ``generators[i]``
-    (generators on the logits' device)."""
+    (generators on the logits' device).
+
+    Inverse-CDF sampling: one uniform draw per row from its own generator, then one batched
+    search of the rows' cumulative distributions (in float64), several times faster than a
+    ``torch.multinomial`` call per row over a large vocabulary.
+    """
     if sampling.temperature == 0:
         return logits.argmax(-1)
-    probs = sampling_probs(logits, sampling)
-    return torch.cat(
-        [torch.multinomial(row, 1, generator=g) for row, g in zip(probs, generators, strict=True)]
-    )
+    cdf = sampling_probs(logits, sampling).double().cumsum(-1)
+    uniform = torch.stack([
+        torch.rand((), generator=g, dtype=torch.float64, device=logits.device)
+        for g in generators
+    ])
+    target = (uniform * cdf[:, -1]).unsqueeze(-1)
+    tokens = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+    return tokens.clamp_max(logits.shape[-1] - 1)
 
 
 def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
