@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from arlarena_envs.base import TextEnv
 from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
 from wrappers.format import format_response
 
@@ -42,8 +43,9 @@ class ExpertAgent(Agent):
 
     With ``epsilon > 0`` it is a noisy teacher: each turn, with probability ``epsilon``, it
     takes a uniformly random admissible action instead (drawn from the episode's stream, so
-    runs repeat). Its successful episodes are good but not optimal, like the study's SFT data
-    (the model's own high-scoring rollouts), which leaves RL room above the cloned policy.
+    runs repeat), and a random one where no plan is left (a deadlock of its own making). Its
+    successful episodes are good but not optimal, like the study's SFT data (the model's own
+    high-scoring rollouts), which leaves RL room above the cloned policy.
 
     It needs the env handle in each request, so it drives in-process envs only.
     """
@@ -61,17 +63,22 @@ class ExpertAgent(Agent):
         for request in requests:
             if request.env is None:
                 raise ValueError("the expert agent needs the env in each AgentRequest")
-            action = request.env.unwrapped.expert_action()
-            if action is None:
+            unwrapped = request.env.unwrapped
+            if type(unwrapped).expert_action is TextEnv.expert_action:
                 name = request.env.spec.id if request.env.spec else type(request.env).__name__
                 raise ValueError(f"{name} has no expert")
+            action = unwrapped.expert_action()
             actions = list(request.info.get("admissible_actions") or [])
             if self.epsilon and actions:
+                # A random move with probability epsilon, or where no plan is left.
                 rng = np.random.default_rng(
                     stream_seed(self.seed, request.episode_id, request.turn)
                 )
-                if rng.random() < self.epsilon:
+                if action is None or rng.random() < self.epsilon:
                     action = actions[int(rng.integers(len(actions)))]
+            if action is None:
+                raise ValueError(f"the expert has no move and no admissible action to take: "
+                                 f"{request.info.get('task', '')!r}")
             think = f"Following the shortest known plan, the next step is '{action}'."
             responses.append(format_response(think, action))
         return responses
