@@ -1,0 +1,122 @@
+"""The arena's figures, drawn to PNG: every method on one set of axes.
+
+Holds :func:`mean_records` (a configuration's metrics averaged over its seeds, step by step),
+:func:`plot_success` (held-out and training success of every method), :func:`plot_diagnostics`
+(KL to π_old and π_ref, gradient norm, valid-format ratio, out-of-band token fractions below
+and above the band) and :func:`plot_kl_shares` (the share of the KL to π_ref carried by each of
+the 8 token groups, one panel per method, as the study's Figure 3 sets CISPO beside CISPO_SM
+and SAPO beside SAPO_SM; the panel is the one of ``arlarena plot``). Needs matplotlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.trainer.plots import _kl_shares, _series
+
+__all__ = ["mean_records", "plot_diagnostics", "plot_kl_shares", "plot_success"]
+
+Records = list[dict[str, Any]]
+
+SUCCESS_PANELS = (("held-out success (T = eval.temperature)", "eval/success_rate"),
+                  ("training rollouts' success", mn.SUCCESS_RATE))
+DIAGNOSTIC_PANELS = (
+    ("KL(πθ‖πold)", mn.KL_OLD),
+    ("k3 KL to πref", mn.KL_REF),
+    ("gradient norm", mn.GRAD_NORM),
+    ("valid-format ratio (training rollouts)", mn.VALID_FORMAT_RATIO),
+    ("ratio below 1-ε_low, A<0 (token fraction)", mn.STAB_OOB_LOW_FRAC),
+    ("ratio above 1+ε_high, A>0 (token fraction)", mn.STAB_OOB_HIGH_FRAC),
+)
+
+
+def mean_records(runs: Sequence[Records]) -> Records:
+    """One record per step: each metric's mean over the runs that logged it at that step."""
+    by_step: dict[int, dict[str, list[float]]] = {}
+    for records in runs:
+        for record in records:
+            slot = by_step.setdefault(record["step"], {})
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    slot.setdefault(key, []).append(float(value))
+    return [{**{k: float(np.mean(v)) for k, v in slot.items()}, "step": step}
+            for step, slot in sorted(by_step.items())]
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, title: str, path: Path) -> Path:
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    _pyplot().close(fig)
+    return path
+
+
+def _lines(curves: Mapping[str, Records], panels: Sequence[tuple[str, str]], title: str,
+           path: Path, cols: int) -> Path:
+    """One panel per (title, key), one line per entry of ``curves``."""
+    plt = _pyplot()
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
+    colours = plt.get_cmap("tab20")
+    for ax, (name, key) in zip(axes.flat, panels, strict=False):
+        for i, (label, records) in enumerate(curves.items()):
+            steps, values = _series(records, key)
+            if steps:  # tab20's dark shades first, then the light ones; dashes from the 11th
+                ax.plot(steps, values, color=colours((2 * i) % 20 + (2 * i // 20) % 2),
+                        ls="-" if i < 10 else "--", lw=1.3, label=label,
+                        marker="o" if len(steps) < 12 else None, ms=3)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if not ax.lines:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if not handles:
+        handles, labels = axes.flat[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    return _save(fig, title, path)
+
+
+def plot_success(curves: Mapping[str, Records], path: Path) -> Path:
+    """Held-out and training success of every entry of ``curves`` (label → records)."""
+    return _lines(curves, SUCCESS_PANELS, "success (mean over seeds)", path, cols=2)
+
+
+def plot_diagnostics(curves: Mapping[str, Records], path: Path) -> Path:
+    """The stability diagnostics of every entry of ``curves``, one panel per metric."""
+    return _lines(curves, DIAGNOSTIC_PANELS, "stability diagnostics (mean over seeds)", path,
+                  cols=3)
+
+
+def plot_kl_shares(panels: Mapping[str, Records | None], path: Path, cols: int = 2) -> Path:
+    """The 8-group KL shares over the steps, one panel per label (``None``: not run)."""
+    plt = _pyplot()
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, (label, records) in zip(axes.flat, panels.items(), strict=False):
+        if records is None:
+            ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
+        else:
+            _kl_shares(ax, records)
+        ax.set_title(f"{label}: share of KL to πref by token group", fontsize=9)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    return _save(fig, "KL to πref by (sign A) × (sequence ratio) × (entropy), mean over seeds",
+                 path)

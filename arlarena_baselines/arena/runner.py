@@ -1,0 +1,203 @@
+"""Running an arena: each planned run through the trainer, resumable, with one progress bar.
+
+Holds :class:`ArenaTrainer` (the trainer of :mod:`~arlarena_baselines.trainer.rl`, keeping the
+last held-out evaluation's episodes and reporting each finished step), :func:`run_one` and
+:func:`run_arena`, and :data:`RECORD_FILE`.
+
+A run folder (``ROOT/<method>/<setting>/seed<k>``) is what ``arlarena train rl`` writes
+(``rl_config.yaml``, ``metrics.jsonl``, checkpoints, ``final/``) plus ``arena.json`` once the
+run has finished: the method, setting and seed, and the final held-out evaluation episode by
+episode (level seed, won, score), which the report pairs across methods. A run with
+``arena.json`` is skipped; one with a checkpoint resumes from it; one killed before its first
+checkpoint starts again. A finished run's checkpoints are removed (``final/`` stays).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import queue as queue_module
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm.auto import tqdm
+
+from arlarena_baselines.arena.plan import RunSpec
+from arlarena_baselines.rollout import Rollout
+from arlarena_baselines.trainer.checkpoint import atomic_write_text, latest_checkpoint
+from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
+from arlarena_baselines.trainer.heldout import heldout_rollout
+from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
+from arlarena_baselines.trainer.rl import RLTrainer
+
+__all__ = ["RECORD_FILE", "ArenaTrainer", "run_arena", "run_one", "steps_done"]
+
+RECORD_FILE = "arena.json"
+# Config fields that change how a run is executed or logged, not what it computes.
+_EXECUTION_FIELDS = {
+    "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
+            "keep_checkpoints"),
+    "rollout": ("env_workers", "gen_batch_size"),
+}
+
+
+class ArenaTrainer(RLTrainer):
+    """:class:`RLTrainer` that keeps the episodes of its latest held-out evaluation
+    (``heldout``) and calls ``on_step()`` after every training step."""
+
+    def __init__(self, config: TrainConfig, *, resume: bool, on_step: Callable[[], Any]) -> None:
+        super().__init__(config, resume=resume)
+        self.on_step = on_step
+        self.heldout: Rollout | None = None
+
+    def train_step(self, step: int) -> dict[str, float]:
+        metrics = super().train_step(step)
+        self.on_step()
+        return metrics
+
+    def evaluate(self) -> dict[str, float]:
+        self.heldout = heldout_rollout(self.policy, self.config, self.pool)
+        return {eval_key(k): v for k, v in rollout_metrics(self.heldout).items()}
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        section: {k: v for k, v in values.items() if k not in _EXECUTION_FIELDS.get(section, ())}
+        for section, values in config.items()
+    }
+
+
+def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
+    """Refuse a run folder that holds a run of other settings (it would be skipped or resumed
+    as if it were this one)."""
+    saved = spec.folder(root) / "rl_config.yaml"
+    if not saved.is_file():
+        return
+    old = _comparable(yaml.safe_load(saved.read_text()) or {})
+    new = _comparable(yaml.safe_load(yaml.safe_dump(config_to_dict(config))))
+    changed = [
+        f"{section}.{key}: {old.get(section, {}).get(key)!r} -> {value!r}"
+        for section, values in new.items() for key, value in values.items()
+        if old.get(section, {}).get(key) != value
+    ]
+    if changed:
+        raise ValueError(
+            f"{spec.folder(root)} holds a run with other settings ({'; '.join(changed[:4])}): "
+            "remove it or choose another --out"
+        )
+
+
+def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
+    """Steps a run has behind it: all when finished, else its latest checkpoint's."""
+    folder = spec.folder(root)
+    if (folder / RECORD_FILE).is_file():
+        return steps
+    checkpoint = latest_checkpoint(folder)
+    return int(checkpoint.name.split("_")[-1]) if checkpoint is not None else 0
+
+
+def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
+            on_step: Callable[[], Any] = lambda: None) -> dict[str, Any]:
+    """Train one run to its end (resuming it if it has a checkpoint) and write ``arena.json``;
+    return that record."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the arena's bar is the only one (checkpoint writes)
+    config = spec.config(base, root)
+    folder = spec.folder(root)
+    check_folder(spec, config, root)
+    start_step = steps_done(spec, root, config.rl.steps)
+    if start_step == 0 and folder.exists():
+        shutil.rmtree(folder)  # killed before its first checkpoint: its log would be redone
+    start = time.perf_counter()
+    trainer = ArenaTrainer(config, resume=start_step > 0, on_step=on_step)
+    try:
+        trainer.train()
+        heldout = trainer.heldout or heldout_rollout(trainer.policy, config, trainer.pool)
+    finally:
+        trainer.close()
+    record = {
+        "method": spec.method,
+        "role": spec.setting.role,
+        "setting": spec.setting.name,
+        "overrides": list(spec.setting.overrides),
+        "seed": spec.seed,
+        "steps": config.rl.steps,
+        "resumed_from": start_step,
+        "wall_s": round(time.perf_counter() - start, 1),
+        "heldout": [{"level": e.seed, "won": bool(e.won), "score": float(e.score)}
+                    for e in sorted(heldout.episodes, key=lambda e: e.seed)],
+    }
+    atomic_write_text(folder / RECORD_FILE, json.dumps(record, indent=1) + "\n")
+    shutil.rmtree(folder / "checkpoints", ignore_errors=True)
+    return record
+
+
+def _worker(spec: RunSpec, base: TrainConfig, root: str, steps: Any) -> dict[str, Any]:
+    """One run in a worker process; each finished step is put on the ``steps`` queue."""
+    return run_one(spec, base, root, lambda: steps.put(1))
+
+
+def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs: int = 1,
+              progress: bool = True) -> list[tuple[RunSpec, str]]:
+    """Run every unfinished run of ``runs`` (``jobs`` at a time, each in its own process when
+    ``jobs`` > 1) under one progress bar over runs × steps; return the failed runs with their
+    error (the others still run)."""
+    configs = {spec: spec.config(base, root) for spec in runs}
+    for spec, config in configs.items():
+        check_folder(spec, config, root)
+    done = {spec: steps_done(spec, root, c.rl.steps) for spec, c in configs.items()}
+    pending = [s for s in runs if not (s.folder(root) / RECORD_FILE).is_file()]
+    bar = tqdm(total=sum(c.rl.steps for c in configs.values()), initial=sum(done.values()),
+               unit="step", desc=f"arena: {len(runs) - len(pending)}/{len(runs)} runs done",
+               disable=not progress, dynamic_ncols=True)
+    failures: list[tuple[RunSpec, str]] = []
+
+    def finished(spec: RunSpec, error: BaseException | None) -> None:
+        if error is not None:
+            failures.append((spec, f"{type(error).__name__}: {error}"))
+            tqdm.write(f"arena: {spec.label()} failed: {error}", file=sys.stderr)
+        bar.set_description(f"arena: {len(runs) - len(pending)}/{len(runs)} runs done")
+
+    try:
+        if jobs <= 1:
+            for spec in list(pending):
+                bar.set_postfix_str(spec.label())
+                error = None
+                try:
+                    run_one(spec, base, root, lambda: bar.update())
+                except Exception as err:  # one broken run must not stop the arena
+                    error = err
+                pending.remove(spec)
+                finished(spec, error)
+        else:
+            _run_parallel(pending, base, root, jobs, bar, finished)
+    finally:
+        bar.close()
+    return failures
+
+
+def _run_parallel(pending: list[RunSpec], base: TrainConfig, root: str | Path, jobs: int,
+                  bar: Any, finished: Callable[[RunSpec, BaseException | None], None]) -> None:
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        steps = manager.Queue()
+        futures = {pool.submit(_worker, spec, base, str(root), steps): spec for spec in pending}
+        bar.set_postfix_str(f"{jobs} jobs")
+        while futures:
+            ready, _ = wait(futures, timeout=1.0, return_when=FIRST_COMPLETED)
+            while True:
+                try:
+                    bar.update(steps.get_nowait())
+                except queue_module.Empty:
+                    break
+            for future in ready:
+                spec = futures.pop(future)
+                pending.remove(spec)
+                finished(spec, future.exception())

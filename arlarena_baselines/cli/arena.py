@@ -1,0 +1,147 @@
+"""``arlarena arena``: every method from one checkpoint under one budget, and the report.
+
+``arlarena arena --config configs/recipe/sokoban-rl.yaml --model BC --out runs/arena`` trains
+every method of ``METHODS`` (or ``--methods``) with ``--seeds`` seeds, plus the stabiliser rows
+of CISPO and SAPO, the high-staleness rows of the IS-clipping methods and any ``--grid``, each
+run in ``OUT/<method>/<setting>/seed<k>``; finished runs are skipped and interrupted ones
+resume. It ends by writing the report, which ``arlarena arena --report OUT [--out DIR]``
+rebuilds (into DIR with the runs' small files, e.g. for ``docs/arena``).
+
+The base config comes, in increasing precedence, from ``--config``, the arena's defaults
+(``run.tensorboard=false``, ``run.keep_checkpoints=1``), the shortcut flags and ``--set``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["register"]
+
+_SHORTCUTS = {
+    "env": "rollout.env",
+    "model": "model.name",
+    "steps": "rl.steps",
+    "threads": "run.threads",
+}
+_ARENA_DEFAULTS = ["run.tensorboard=false", "run.keep_checkpoints=1"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "arena",
+        help="run every method from one checkpoint under one budget; report the comparison",
+        description="The study's comparison at small scale: every method of METHODS from the "
+        "same checkpoint with the same config and seeds, CISPO/SAPO stabiliser rows, "
+        "high-staleness rows, an optional per-method grid; then tables (markdown, CSV) and "
+        "figures. With --report, only rebuild the report of a finished arena.",
+    )
+    p.add_argument("--report", metavar="ARENA_DIR", default=None,
+                   help="write the report of the runs in ARENA_DIR (no training)")
+    p.add_argument("--out", default=None,
+                   help="arena folder (default runs/arena); with --report, the report's folder "
+                   "(default ARENA_DIR; another folder also gets the runs' metrics)")
+    p.add_argument("--stable-var", type=float, default=None, metavar="VAR",
+                   help="stability criterion: the largest variance of training success over "
+                   "the final 20%% of steps (default 0.01)")
+    train = p.add_argument_group("training")
+    train.add_argument("--config", default=None, help="base YAML config (e.g. configs/recipe/"
+                       "sokoban-rl.yaml)")
+    train.add_argument("--env", help="environment (sokoban, or a full ARLArena/... id)")
+    train.add_argument("--model", help="the starting checkpoint of every run")
+    train.add_argument("--steps", help="training steps per run")
+    train.add_argument("--threads", help="torch CPU threads per run")
+    train.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                       help="override any field of the base config (repeatable)")
+    train.add_argument("--methods", default=None, metavar="A,B,...",
+                       help="methods to run (default: all of METHODS)")
+    train.add_argument("--seeds", type=int, default=1,
+                       help="runs per method and setting, seeds run.seed + 0, 1, ...")
+    train.add_argument("--grid", action="append", default=[], metavar="METHOD:KEY=V1,V2",
+                       help="sweep a Method field (clip_high) or config field (rl.lr) of a "
+                       "method; repeat for more keys (their product is swept)")
+    train.add_argument("--no-stabilisers", action="store_true",
+                       help="skip the CISPO/SAPO stabiliser rows")
+    train.add_argument("--stabiliser-kl", type=float, default=0.05,
+                       help="KL coefficient of the KL stabiliser row (default 0.05)")
+    train.add_argument("--stabiliser-batch", type=int, default=4,
+                       help="the mini-batch stabiliser's rl.mini_batch_size, as a multiple of "
+                       "the base (default 4)")
+    train.add_argument("--staleness", type=int, default=4,
+                       help="the staleness rows' rl.mini_batch_size is the base divided by "
+                       "this (default 4; 0: no staleness rows)")
+    train.add_argument("--jobs", type=int, default=1,
+                       help="runs at once, each in its own process (default 1)")
+    train.add_argument("--dry-run", action="store_true",
+                       help="list the planned runs and their state, train nothing")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def base_config(args: argparse.Namespace):
+    """The arena's base :class:`TrainConfig` (see the module docs for precedence)."""
+    from arlarena_baselines.trainer.config import apply_overrides, load_config
+
+    shortcuts = [f"{key}={getattr(args, flag)}" for flag, key in _SHORTCUTS.items()
+                 if getattr(args, flag) is not None]
+    config = apply_overrides(load_config(args.config), [*_ARENA_DEFAULTS, *shortcuts,
+                                                        *args.set])
+    if config.eval.episodes < 1:
+        raise ValueError("the arena compares held-out success: eval.episodes must be >= 1")
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    from arlarena_baselines.arena.report import DEFAULT_THRESHOLD, write_report
+
+    threshold = DEFAULT_THRESHOLD if args.stable_var is None else args.stable_var
+    if args.report is not None:
+        try:
+            paths = write_report(args.report, args.out, threshold)
+        except (FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        for path in paths:
+            print(path)
+        return 0
+    return _train(args, threshold)
+
+
+def _train(args: argparse.Namespace, threshold: float) -> int:
+    from arlarena_baselines.algos import METHODS
+    from arlarena_baselines.arena.plan import ArenaPlan, parse_grid, plan_runs
+    from arlarena_baselines.arena.report import write_report
+    from arlarena_baselines.arena.runner import run_arena, steps_done
+
+    out = args.out or "runs/arena"
+    try:
+        base = base_config(args)
+        methods = args.methods.split(",") if args.methods else list(METHODS)
+        plan = ArenaPlan(
+            methods=tuple(m.strip() for m in methods if m.strip()), seeds=args.seeds,
+            stabilisers=not args.no_stabilisers, stabiliser_kl=args.stabiliser_kl,
+            stabiliser_batch=args.stabiliser_batch, staleness=args.staleness,
+            grid=parse_grid(args.grid),
+        )
+        runs = plan_runs(plan, base, out)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for spec in runs:
+            steps = spec.config(base, out).rl.steps
+            print(f"{spec.label():48s} {steps_done(spec, out, steps):4d}/{steps} steps  "
+                  f"{spec.folder(out)}")
+        print(f"{len(runs)} runs")
+        return 0
+    try:
+        failures = run_arena(runs, base, out, jobs=args.jobs, progress=not args.no_progress)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for spec, error in failures:
+        print(f"failed: {spec.label()}: {error}", file=sys.stderr)
+    if len(failures) < len(runs):
+        for path in write_report(out, None, threshold):
+            print(path)
+    return 1 if failures else 0

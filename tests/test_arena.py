@@ -1,0 +1,229 @@
+"""The micro-arena: planning, running (resume, skip), the grid's selection rule, the report.
+
+The end-to-end test runs ``arlarena arena`` for GRPO and CISPO × 2 steps on the tiny random
+Llama and ``ARLArena/Bandit-v0`` (one turn, tiny budgets) and reads the report it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.arena.plan import ArenaPlan, RunSpec, Setting, parse_grid, plan_runs
+from arlarena_baselines.arena.report import (
+    ConfigResult,
+    RunResult,
+    load_runs,
+    select_configs,
+    summarize,
+)
+from arlarena_baselines.arena.runner import RECORD_FILE, run_one
+from arlarena_baselines.cli import main
+from arlarena_baselines.trainer import keys
+from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
+from arlarena_baselines.trainer.tracking import read_metrics
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+TINY = [
+    "rollout.n_groups=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
+    "eval.episodes=4", "eval.every=0", "run.threads=1", "rl.mini_batch_size=2",
+]
+ARGS = ["--model", "tiny", "--env", "ARLArena/Bandit-v0", "--steps", "2",
+        *(f"--set={o}" for o in TINY)]
+
+
+# -- planning ---------------------------------------------------------------------------------
+def test_plan_adds_stabiliser_staleness_and_grid_rows_with_one_folder_each(tmp_path):
+    base = apply_overrides(TrainConfig(), ["rl.mini_batch_size=256", "run.seed=7"])
+    plan = ArenaPlan(methods=("cispo", "GiGPO"), seeds=2,
+                     grid=parse_grid(["CISPO:clip_high=0.2,0.28", "CISPO:rl.lr=1e-6,1e-5"]))
+    runs = plan_runs(plan, base, tmp_path)
+    names = {(r.method, r.setting.name) for r in runs}
+    assert names == {
+        ("CISPO", "base"),
+        ("CISPO", "stabiliser-kl_coef=0.05"),
+        ("CISPO", "stabiliser-mini_batch_size=1024"),
+        ("CISPO", "staleness-mini_batch_size=64"),
+        # clip_high=0.2 with lr=1e-6 is the base itself: not run twice
+        ("CISPO", "grid-clip_high=0.2+lr=1e-5"),
+        ("CISPO", "grid-clip_high=0.28+lr=1e-6"),
+        ("CISPO", "grid-clip_high=0.28+lr=1e-5"),
+        ("GiGPO", "base"),
+    }
+    assert len(runs) == 2 * len(names)
+    assert {r.seed for r in runs} == {7, 8}
+    assert len({r.folder(tmp_path) for r in runs}) == len(runs)
+    spec = next(r for r in runs if r.setting.name == "grid-clip_high=0.28+lr=1e-5")
+    config = spec.config(base, tmp_path)
+    assert config.rl.method == "CISPO" and config.rl.lr == 1e-5
+    assert config.rl.method_overrides == {"clip_high": 0.28}
+    assert config.run.out == str(tmp_path / "CISPO" / spec.setting.name / f"seed{spec.seed}")
+
+
+def test_plan_without_a_mini_batch_stales_by_episodes_and_skips_the_batch_stabiliser(tmp_path):
+    base = apply_overrides(TrainConfig(), ["rl.mini_batch_size=null", "rollout.n_groups=4",
+                                           "rollout.group_size=16"])
+    runs = plan_runs(ArenaPlan(methods=("SAPO",), staleness=8), base, tmp_path)
+    assert [r.setting.name for r in runs] == [
+        "base", "stabiliser-kl_coef=0.05", "staleness-mini_batch_size=8"]
+
+
+@pytest.mark.parametrize("grid, message", [
+    (["CISPO:clip_hgh=0.3"], "neither a Method field"),
+    (["CISPO-clip_high=0.3"], "METHOD:key=value1,value2"),
+    (["NOPE:clip_high=0.3"], "NOPE"),
+])
+def test_bad_grid_strings_are_refused(grid, message):
+    with pytest.raises((ValueError, KeyError), match=message):
+        parse_grid(grid)
+
+
+def test_a_bad_grid_value_fails_before_anything_runs(tmp_path):
+    plan = ArenaPlan(methods=("GSPO",), grid=parse_grid(["GSPO:clip_low=3e-3,5"]))
+    with pytest.raises(ValueError, match="clip_low"):
+        plan_runs(plan, TrainConfig(), tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+# -- the grid's selection rule ------------------------------------------------------------------
+def _config(method, role, setting, success, train_success, *, collapse_at=None, seeds=(0,)):
+    """A configuration whose runs won ``success`` of 10 held-out levels and logged
+    ``train_success`` per step."""
+    runs = []
+    for seed in seeds:
+        records = [{"phase": "rl", "step": 0}] + [
+            {"phase": "rl", "step": i + 1, mn.SUCCESS_RATE: v,
+             **({keys.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
+            for i, v in enumerate(train_success)]
+        heldout = [{"level": level, "won": level < round(10 * success), "score": 0.0}
+                   for level in range(10)]
+        record = {"method": method, "role": role, "setting": setting, "overrides": [],
+                  "seed": seed, "heldout": heldout}
+        runs.append(RunResult(None, record, records))
+    return runs
+
+
+def test_selection_keeps_the_best_stable_configuration():
+    steady, swinging = [0.5] * 10, [0.5] * 8 + [0.1, 0.9]
+    runs = (_config("CISPO", "base", "base", 0.5, steady)
+            + _config("CISPO", "grid", "grid-a", 0.9, swinging)  # best, but unstable
+            + _config("CISPO", "grid", "grid-b", 0.8, steady, collapse_at=3)  # collapsed
+            + _config("CISPO", "grid", "grid-c", 0.6, steady)
+            + _config("CISPO", "stabiliser", "stabiliser-x", 1.0, steady))  # not a candidate
+    configs = summarize(runs)
+    by_name = {c.setting: c for c in configs}
+    assert math.isclose(by_name["grid-a"].variance, 0.16)
+    assert not by_name["grid-a"].stable and not by_name["grid-b"].stable
+    assert by_name["grid-b"].collapses == [(0, 3)]
+    assert select_configs(configs)["CISPO"].setting == "grid-c"
+    # A looser criterion admits the swinging configuration.
+    loose = summarize(runs, threshold=0.2)
+    assert select_configs(loose)["CISPO"].setting == "grid-a"
+
+
+def test_selection_falls_back_to_the_base_when_nothing_is_stable():
+    swinging = [0.0, 1.0] * 5
+    configs = summarize(_config("SAPO", "grid", "grid-a", 0.9, swinging)
+                        + _config("SAPO", "base", "base", 0.2, swinging))
+    assert select_configs(configs)["SAPO"].setting == "base"
+
+
+def test_a_configuration_is_stable_only_if_every_seed_is():
+    runs = _config("GSPO", "base", "base", 0.5, [0.5] * 10, seeds=(0,))
+    runs += _config("GSPO", "base", "base", 0.5, [0.5] * 8 + [0.0, 1.0], seeds=(1,))
+    (config,) = summarize(runs)
+    assert isinstance(config, ConfigResult) and config.seeds == [0, 1]
+    assert math.isclose(config.variance, 0.25) and not config.stable
+
+
+# -- running: the command, skip, resume, the report -------------------------------------------
+@pytest.fixture(scope="module")
+def arena(tmp_path_factory):
+    """``arlarena arena`` for GRPO and CISPO × 2 steps (with CISPO's KL stabiliser row)."""
+    root = tmp_path_factory.mktemp("arena")
+    code = main(["arena", *ARGS, "--methods", "GRPO,CISPO", "--staleness", "0",
+                 "--stabiliser-batch", "1", "--out", str(root), "--no-progress"])
+    assert code == 0
+    return root
+
+
+def test_arena_trains_every_run_and_reports_rows_and_figures(arena):
+    runs = {(r.record["method"], r.record["setting"]): r for r in load_runs(arena)}
+    assert set(runs) == {("GRPO", "base"), ("CISPO", "base"),
+                         ("CISPO", "stabiliser-kl_coef=0.05")}
+    for run in runs.values():
+        assert [r["step"] for r in read_metrics(run.folder)] == [0, 1, 2]
+        assert (run.folder / "final" / "config.json").is_file()
+        assert not (run.folder / "checkpoints").exists()
+    # The same held-out levels for every method, one episode each.
+    levels = {tuple(e["level"] for e in r.record["heldout"]) for r in runs.values()}
+    assert levels == {(1_000_000, 1_000_001, 1_000_002, 1_000_003)}
+    report = (arena / "arena.md").read_text()
+    methods_table = report.split("## Methods")[1].split("##")[0]
+    assert "| GRPO | base | 1 |" in methods_table and "| CISPO | base | 1 |" in methods_table
+    assert "| CISPO | stabiliser-kl_coef=0.05 | 1 |" in report.split("## Stabilisers")[1]
+    for name in ("success.png", "diagnostics.png", "kl_shares.png"):
+        assert (arena / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in report
+    rows = (arena / "arena.csv").read_text().splitlines()
+    assert rows[0].startswith("method,role,setting") and len(rows) == 4
+
+
+def test_rerun_skips_finished_runs_and_refuses_changed_settings(arena, capsys):
+    stamps = {p: p.stat().st_mtime_ns for p in arena.rglob(RECORD_FILE)}
+    assert main(["arena", *ARGS, "--methods", "GRPO,CISPO", "--staleness", "0",
+                 "--stabiliser-batch", "1", "--out", str(arena), "--no-progress"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in arena.rglob(RECORD_FILE)} == stamps
+    assert main(["arena", *ARGS, "--steps", "3", "--methods", "GRPO", "--out", str(arena),
+                 "--no-progress"]) == 2
+    assert "rl.steps: 2 -> 3" in capsys.readouterr().err
+
+
+def test_report_rebuilds_into_another_folder_with_the_runs_small_files(arena, tmp_path):
+    out = tmp_path / "docs"
+    assert main(["arena", "--report", str(arena), "--out", str(out)]) == 0
+    copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert "GRPO/base/seed0/metrics.jsonl" in copied and "GRPO/base/seed0/arena.json" in copied
+    assert not any("/final/" in p for p in copied)
+    assert (out / "arena.md").read_text() == (arena / "arena.md").read_text()
+
+
+def _machine_free(records):
+    return [{k: v for k, v in r.items() if not k.startswith(keys.MACHINE_PREFIXES)}
+            for r in records]
+
+
+class _Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("checkpoint_every", [0, 1])
+def test_an_interrupted_run_resumes_or_restarts_to_the_same_metrics(arena, tmp_path,
+                                                                     checkpoint_every):
+    base = apply_overrides(TrainConfig(), [
+        "model.name=tiny", "rollout.env=ARLArena/Bandit-v0", "rl.steps=2",
+        "run.tensorboard=false", "run.keep_checkpoints=1", *TINY,
+        f"run.checkpoint_every={checkpoint_every}"])
+    spec = RunSpec("GRPO", Setting(), 0)
+    calls = []
+
+    def interrupt_in_step_two():
+        calls.append(1)
+        if len(calls) == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_one(spec, base, tmp_path, interrupt_in_step_two)
+    folder = spec.folder(tmp_path)
+    assert not (folder / RECORD_FILE).exists()
+    record = run_one(spec, base, tmp_path)
+    # With a checkpoint after step 1 the run resumes there; without one it starts again.
+    assert record["resumed_from"] == checkpoint_every
+    reference = read_metrics(arena / "GRPO" / "base" / "seed0")
+    assert _machine_free(read_metrics(folder)) == _machine_free(reference)
+    assert record["heldout"] == json.loads((arena / "GRPO/base/seed0" / RECORD_FILE
+                                            ).read_text())["heldout"]
