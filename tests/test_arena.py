@@ -36,6 +36,13 @@ ARGS = ["--model", "tiny", "--env", "ARLArena/Bandit-v0", "--steps", "2",
         *(f"--set={o}" for o in TINY)]
 
 
+def tiny_base(*overrides: str) -> TrainConfig:
+    """The base config ``ARGS`` give the arena command."""
+    return apply_overrides(TrainConfig(), [
+        "model.name=tiny", "rollout.env=ARLArena/Bandit-v0", "rl.steps=2",
+        "run.tensorboard=false", "run.keep_checkpoints=1", *TINY, *overrides])
+
+
 # -- planning ---------------------------------------------------------------------------------
 def test_plan_adds_stabiliser_staleness_and_grid_rows_with_one_folder_each(tmp_path):
     base = apply_overrides(TrainConfig(), ["rl.mini_batch_size=256", "run.seed=7"])
@@ -44,6 +51,7 @@ def test_plan_adds_stabiliser_staleness_and_grid_rows_with_one_folder_each(tmp_p
     runs = plan_runs(plan, base, tmp_path)
     names = {(r.method, r.setting.name) for r in runs}
     assert names == {
+        ("checkpoint", "start"),  # the starting checkpoint's evaluation
         ("CISPO", "base"),
         ("CISPO", "stabiliser-kl_coef=0.05"),
         ("CISPO", "stabiliser-mini_batch_size=1024"),
@@ -69,7 +77,7 @@ def test_plan_without_a_mini_batch_stales_by_episodes_and_skips_the_batch_stabil
                                            "rollout.group_size=16"])
     runs = plan_runs(ArenaPlan(methods=("SAPO",), staleness=8), base, tmp_path)
     assert [r.setting.name for r in runs] == [
-        "base", "stabiliser-kl_coef=0.05", "staleness-mini_batch_size=8"]
+        "start", "base", "stabiliser-kl_coef=0.05", "staleness-mini_batch_size=8"]
 
 
 @pytest.mark.parametrize("grid, message", [
@@ -153,10 +161,15 @@ def arena(tmp_path_factory):
 
 def test_arena_trains_every_run_and_reports_rows_and_figures(arena):
     runs = {(r.record["method"], r.record["setting"]): r for r in load_runs(arena)}
-    assert set(runs) == {("GRPO", "base"), ("CISPO", "base"),
+    assert set(runs) == {("checkpoint", "start"), ("GRPO", "base"), ("CISPO", "base"),
                          ("CISPO", "stabiliser-kl_coef=0.05")}
+    start = runs.pop(("checkpoint", "start"))
+    assert [r["step"] for r in read_metrics(start.folder)] == [0]
     for run in runs.values():
-        assert [r["step"] for r in read_metrics(run.folder)] == [0, 1, 2]
+        # Step 0 is the checkpoint's evaluation, made once for every run.
+        assert [r["step"] for r in read_metrics(run.folder)] == [1, 2]
+        assert [r["step"] for r in run.records] == [0, 1, 2]
+        assert run.records[0] == read_metrics(start.folder)[0]
         assert (run.folder / "final" / "config.json").is_file()
         assert not (run.folder / "checkpoints").exists()
     # The same held-out levels for every method, one episode each.
@@ -164,13 +177,28 @@ def test_arena_trains_every_run_and_reports_rows_and_figures(arena):
     assert levels == {(1_000_000, 1_000_001, 1_000_002, 1_000_003)}
     report = (arena / "arena.md").read_text()
     methods_table = report.split("## Methods")[1].split("##")[0]
+    assert "| checkpoint | start | 1 |" in methods_table
     assert "| GRPO | base | 1 |" in methods_table and "| CISPO | base | 1 |" in methods_table
     assert "| CISPO | stabiliser-kl_coef=0.05 | 1 |" in report.split("## Stabilisers")[1]
     for name in ("success.png", "diagnostics.png", "kl_shares.png"):
         assert (arena / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in report
     rows = (arena / "arena.csv").read_text().splitlines()
-    assert rows[0].startswith("method,role,setting") and len(rows) == 4
+    assert rows[0].startswith("method,role,setting") and len(rows) == 5
+
+
+def test_the_start_evaluation_is_the_trainers_own_step_zero_evaluation(arena, tmp_path):
+    from arlarena_baselines.trainer.rl import RLTrainer
+
+    config = apply_overrides(RunSpec("GRPO", Setting(), 0).config(tiny_base(), tmp_path),
+                             ["eval.at_start=true"])
+    trainer = RLTrainer(config)
+    try:
+        own = trainer.evaluate()
+    finally:
+        trainer.close()
+    (shared,) = read_metrics(arena / "checkpoint" / "start" / "seed0")
+    assert {k: v for k, v in shared.items() if k not in ("phase", "step")} == own
 
 
 def test_rerun_skips_finished_runs_and_refuses_changed_settings(arena, capsys):
@@ -204,10 +232,7 @@ class _Interrupt(Exception):
 @pytest.mark.parametrize("checkpoint_every", [0, 1])
 def test_an_interrupted_run_resumes_or_restarts_to_the_same_metrics(arena, tmp_path,
                                                                      checkpoint_every):
-    base = apply_overrides(TrainConfig(), [
-        "model.name=tiny", "rollout.env=ARLArena/Bandit-v0", "rl.steps=2",
-        "run.tensorboard=false", "run.keep_checkpoints=1", *TINY,
-        f"run.checkpoint_every={checkpoint_every}"])
+    base = tiny_base(f"run.checkpoint_every={checkpoint_every}")
     spec = RunSpec("GRPO", Setting(), 0)
     calls = []
 

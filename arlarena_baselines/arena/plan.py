@@ -7,6 +7,8 @@ Holds :class:`Setting` (a named variant of a method's configuration and its role
 
 Roles (``Setting.role``):
 
+- ``start``: no training: the starting checkpoint's held-out evaluation (one per seed, shared
+  by every run of that seed, which therefore skip their own step-0 evaluation);
 - ``base``: the method as registered in ``METHODS``, on the base config;
 - ``grid``: one point of the method's hyperparameter grid (the study's per-method search);
 - ``stabiliser``: the study's stabiliser rows for CISPO and SAPO (its Table 4): a larger KL
@@ -42,6 +44,7 @@ __all__ = [
     "IS_CLIPPING_METHODS",
     "ROLES",
     "STABILISED_METHODS",
+    "START",
     "ArenaPlan",
     "RunSpec",
     "Setting",
@@ -49,7 +52,9 @@ __all__ = [
     "plan_runs",
 ]
 
-ROLES = ("base", "grid", "stabiliser", "staleness")
+ROLES = ("start", "base", "grid", "stabiliser", "staleness")
+# The name under which the starting checkpoint's own evaluation is reported.
+START = "checkpoint"
 # The study's IS-clipping comparison: one method per clipping rule, all with GRPO advantages.
 IS_CLIPPING_METHODS = ("GRPO", "GSPO", "CISPO", "SAPO")
 # The tolerant-clipping methods whose collapse the stabiliser rows address.
@@ -71,9 +76,10 @@ class Setting:
 
     @property
     def name(self) -> str:
-        """``base``, or the role and the overridden values, e.g. ``grid-clip_high=0.28``."""
-        if self.role == "base":
-            return "base"
+        """``base``, ``start``, or the role and the overridden values, e.g.
+        ``grid-clip_high=0.28``."""
+        if not self.overrides:
+            return self.role
         values = "+".join(_short(o) for o in self.overrides)
         return f"{self.role}-{values}"
 
@@ -98,14 +104,21 @@ class RunSpec:
 
     def config(self, base: TrainConfig, root: str | Path) -> TrainConfig:
         """The run's full config: ``base`` with the method, the setting, the seed and the
-        folder; the trainer's own progress bars are off (the arena draws one over all runs)."""
+        folder; the trainer's own progress bars are off (the arena draws one over all runs),
+        and so is its step-0 evaluation (the ``start`` run of the seed makes it once)."""
+        method = [] if self.setting.role == "start" else [f"rl.method={self.method}"]
         return apply_overrides(base, [
-            f"rl.method={self.method}",
+            *method,
             *self.setting.overrides,
             f"run.seed={self.seed}",
             f"run.out={self.folder(root)}",
             "run.progress=false",
+            "eval.at_start=false",
         ])
+
+    @property
+    def trains(self) -> bool:
+        return self.setting.role != "start"
 
     def label(self) -> str:
         return f"{self.method} {self.setting.name} seed {self.seed}"
@@ -233,13 +246,15 @@ def _settings(plan: ArenaPlan, base: TrainConfig, method: str) -> list[Setting]:
 
 
 def plan_runs(plan: ArenaPlan, base: TrainConfig, root: str | Path) -> list[RunSpec]:
-    """Every run of ``plan`` in order (method, setting, seed), each validated: a bad method
-    override or config value fails here, before anything runs."""
-    runs: list[RunSpec] = []
+    """Every run of ``plan``: first the starting checkpoint's evaluation per seed, then the
+    methods' runs in order (method, setting, seed), each validated: a bad method override or
+    config value fails here, before anything runs."""
+    seeds = [base.run.seed + k for k in range(plan.seeds)]
+    runs = [RunSpec(START, Setting("start"), seed) for seed in seeds]
     for method in plan.methods:
         for setting in _settings(plan, base, method):
-            for k in range(plan.seeds):
-                spec = RunSpec(method, setting, base.run.seed + k)
+            for seed in seeds:
+                spec = RunSpec(method, setting, seed)
                 config = spec.config(base, root)
                 get_method(method).with_overrides(**config.rl.method_overrides)
                 runs.append(spec)

@@ -7,7 +7,8 @@ base and grid settings), :func:`report_markdown`, :func:`write_csv` and :func:`w
 
 The tables:
 
-- methods (the study's Table 3): per method, its selected configuration's final held-out
+- methods (the study's Table 3): the starting checkpoint (``checkpoint``, its own held-out
+  evaluation), then per method its selected configuration's final held-out
   success and score ± standard error, the change against GRPO in percent, the paired
   difference of success against GRPO on the same (seed, level) episodes ± its standard error,
   the stability criterion (the variance of the training rollouts' success over the final 20%
@@ -46,7 +47,7 @@ from arlarena_baselines.arena.figures import (
     plot_kl_shares,
     plot_success,
 )
-from arlarena_baselines.arena.plan import IS_CLIPPING_METHODS, STABILISED_METHODS
+from arlarena_baselines.arena.plan import IS_CLIPPING_METHODS, ROLES, STABILISED_METHODS, START
 from arlarena_baselines.arena.runner import RECORD_FILE
 from arlarena_baselines.arena.stats import (
     mean_se,
@@ -73,8 +74,8 @@ DEFAULT_THRESHOLD = 0.01
 REFERENCE = "GRPO"
 FIGURES = ("success.png", "diagnostics.png", "kl_shares.png")
 CONFIG_FILE = "rl_config.yaml"
-_ORDER = {name: i for i, name in enumerate(METHODS)}
-_ROLE_ORDER = {"base": 0, "grid": 1, "stabiliser": 2, "staleness": 3}
+_ORDER = {START: -1, **{name: i for i, name in enumerate(METHODS)}}
+_ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
 
 
 @dataclass
@@ -114,12 +115,18 @@ class RunResult:
 
 
 def load_runs(root: str | Path) -> list[RunResult]:
-    """Every finished run under ``root`` (a folder holding ``arena.json``)."""
+    """Every finished run under ``root`` (a folder holding ``arena.json``). A run without a
+    step-0 record gets its seed's starting-checkpoint evaluation as its step 0."""
     runs = []
     for path in sorted(Path(root).rglob(RECORD_FILE)):
         record = json.loads(path.read_text())
         records = [r for r in read_metrics(path.parent) if r.get("phase") == "rl"]
         runs.append(RunResult(path.parent, record, records))
+    start = {run.seed: run.records[0] for run in runs
+             if run.record["role"] == "start" and run.records}
+    for run in runs:
+        if run.seed in start and not any(r["step"] == 0 for r in run.records):
+            run.records.insert(0, start[run.seed])
     return runs
 
 
@@ -196,7 +203,7 @@ def select_configs(configs: list[ConfigResult]) -> dict[str, ConfigResult]:
     """Per method, the best stable configuration among its base and grid settings, else its
     base (else its first configuration)."""
     chosen: dict[str, ConfigResult] = {}
-    for method in dict.fromkeys(c.method for c in configs):
+    for method in dict.fromkeys(c.method for c in configs if c.role != "start"):
         own = [c for c in configs if c.method == method]
         candidates = [c for c in own if c.role in ("base", "grid")]
         best = select_best(candidates, success=lambda c: c.success[0], stable=lambda c: c.stable)
@@ -250,12 +257,15 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _row(config: ConfigResult, reference: ConfigResult | None) -> list[str]:
     """success, score, Δ%, paired Δ, variance, stable, collapse."""
+    trained = config.role != "start"
     return [
         _pm(config.success), _pm(config.score),
         _percent(config.success[0], reference.success[0]) if reference and reference is not
         config else "–",
         _signed(_paired(config, reference)),
-        _num(config.variance), "yes" if config.stable else "no", _collapse(config),
+        _num(config.variance) if trained else "–",
+        ("yes" if config.stable else "no") if trained else "–",
+        _collapse(config) if trained else "–",
     ]
 
 
@@ -271,19 +281,12 @@ def _settings_line(configs: list[ConfigResult]) -> list[str]:
         return []
     c = yaml.safe_load(path.read_text())
     r, rl, e = c["rollout"], c["rl"], c["eval"]
-    start = [run.records[0]["eval/success_rate"] for cfg in configs for run in cfg.runs
-             if run.records and run.records[0]["step"] == 0
-             and run.records[0].get("eval/success_rate") is not None]
-    lines = [
+    return [
         f"Env `{r['env']}`, model `{c['model']['name']}`; {rl['steps']} steps of "
         f"{r['n_groups']} levels × {r['group_size']} rollouts, update mini-batch "
         f"{rl['mini_batch_size']} step samples, lr {rl['lr']}; held-out: {e['episodes']} levels "
         f"(seeds {e['seed']}…), T = {e['temperature']}, top-p {e['top_p']}, top-k {e['top_k']}.",
     ]
-    if start:
-        lines.append(f"The starting checkpoint's held-out success (step 0): "
-                     f"{np.mean(start):.3f}.")
-    return lines
 
 
 def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRESHOLD,
@@ -293,14 +296,17 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
     reference = chosen.get(REFERENCE)
     lines = ["# Arena", "", *_settings_line(configs), ""]
     lines += ["## Methods", "",
-              f"Per method, its selected configuration (the best stable one of its base and "
-              f"grid settings; stable: the variance of the training rollouts' success over "
-              f"the final 20% of steps is at most {threshold} for every seed, and the collapse "
-              f"detector never fired). Δ success: against {REFERENCE} in percent; paired Δ: "
+              f"`{START}`: the starting checkpoint, untrained. Per method, its selected "
+              "configuration (the best stable one of its base and grid settings; stable: the "
+              "variance of the training rollouts' success over the final 20% of steps is at "
+              f"most {threshold} for every seed, and the collapse detector never fired). "
+              f"Δ success: against {REFERENCE} in percent; paired Δ: "
               f"the mean difference of success against {REFERENCE} on the same (seed, level) "
               "episodes. ± is one standard error (over the held-out episodes, or across seeds "
               "when that is larger).", ""]
-    rows = [[m, c.setting, str(len(c.runs)), *_row(c, reference)] for m, c in chosen.items()]
+    start = [c for c in configs if c.role == "start"]
+    rows = [[c.method, c.setting, str(len(c.runs)), *_row(c, reference)]
+            for c in [*start, *chosen.values()]]
     lines += _table(["method", "setting", "seeds", *_ROW_HEADER], rows)
 
     stab = [c for c in configs if c.method in STABILISED_METHODS and c.role == "stabiliser"]

@@ -1,8 +1,9 @@
 """Running an arena: each planned run through the trainer, resumable, with one progress bar.
 
 Holds :class:`ArenaTrainer` (the trainer of :mod:`~arlarena_baselines.trainer.rl`, keeping the
-last held-out evaluation's episodes and reporting each finished step), :func:`run_one` and
-:func:`run_arena`, and :data:`RECORD_FILE`.
+last held-out evaluation's episodes and reporting each finished step), :func:`run_one` (one
+run, or the starting checkpoint's evaluation), :func:`run_arena`, :func:`steps_done`,
+:func:`total_steps` and :data:`RECORD_FILE`.
 
 A run folder (``ROOT/<method>/<setting>/seed<k>``) is what ``arlarena train rl`` writes
 (``rl_config.yaml``, ``metrics.jsonl``, checkpoints, ``final/``) plus ``arena.json`` once the
@@ -29,14 +30,17 @@ import yaml
 from tqdm.auto import tqdm
 
 from arlarena_baselines.arena.plan import RunSpec
-from arlarena_baselines.rollout import Rollout
+from arlarena_baselines.rollout import Rollout, make_env_pool
 from arlarena_baselines.trainer.checkpoint import atomic_write_text, latest_checkpoint
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
 from arlarena_baselines.trainer.heldout import heldout_rollout
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
+from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
+from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir
+from arlarena_baselines.trainer.tracking import MetricsLogger
 
-__all__ = ["RECORD_FILE", "ArenaTrainer", "run_arena", "run_one", "steps_done"]
+__all__ = ["RECORD_FILE", "ArenaTrainer", "run_arena", "run_one", "steps_done", "total_steps"]
 
 RECORD_FILE = "arena.json"
 # Config fields that change how a run is executed or logged, not what it computes.
@@ -63,7 +67,12 @@ class ArenaTrainer(RLTrainer):
 
     def evaluate(self) -> dict[str, float]:
         self.heldout = heldout_rollout(self.policy, self.config, self.pool)
-        return {eval_key(k): v for k, v in rollout_metrics(self.heldout).items()}
+        return _eval_metrics(self.heldout)
+
+
+def _eval_metrics(rollout: Rollout) -> dict[str, float]:
+    """The trainer's ``eval/…`` metrics of a held-out rollout."""
+    return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +102,11 @@ def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
         )
 
 
+def total_steps(spec: RunSpec, config: TrainConfig) -> int:
+    """The training steps a run makes (none for the starting checkpoint's evaluation)."""
+    return config.rl.steps if spec.trains else 0
+
+
 def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
     """Steps a run has behind it: all when finished, else its latest checkpoint's."""
     folder = spec.folder(root)
@@ -102,33 +116,63 @@ def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
     return int(checkpoint.name.split("_")[-1]) if checkpoint is not None else 0
 
 
+def _train(config: TrainConfig, resume: bool, on_step: Callable[[], Any]) -> Rollout:
+    """Train to ``rl.steps``; return the final held-out evaluation's rollout."""
+    trainer = ArenaTrainer(config, resume=resume, on_step=on_step)
+    try:
+        trainer.train()
+        return trainer.heldout or heldout_rollout(trainer.policy, config, trainer.pool)
+    finally:
+        trainer.close()
+
+
+def _evaluate(config: TrainConfig) -> Rollout:
+    """The held-out evaluation of ``config.model`` as it is, logged as the run's step 0."""
+    threads = TorchThreads(config.run.threads)
+    try:
+        run_dir = prepare_run_dir(config, "rl", resume=False)
+        policy = Policy.load(config)
+        r = config.rollout
+        try:
+            with make_env_pool(env_factory(config), r.n_groups * r.group_size,
+                               r.env_workers) as pool:
+                rollout = heldout_rollout(policy, config, pool)
+        finally:
+            policy.close()
+        logger = MetricsLogger(run_dir, "rl")
+        logger.log(0, _eval_metrics(rollout))
+        logger.close()
+        return rollout
+    finally:
+        threads.restore()
+
+
 def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
             on_step: Callable[[], Any] = lambda: None) -> dict[str, Any]:
-    """Train one run to its end (resuming it if it has a checkpoint) and write ``arena.json``;
-    return that record."""
+    """Make one run (train it to its end, resuming it if it has a checkpoint; or, for the
+    ``start`` role, evaluate the checkpoint) and write ``arena.json``; return that record."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # the arena's bar is the only one (checkpoint writes)
     config = spec.config(base, root)
     folder = spec.folder(root)
     check_folder(spec, config, root)
-    start_step = steps_done(spec, root, config.rl.steps)
+    steps = total_steps(spec, config)
+    start_step = steps_done(spec, root, steps)
     if start_step == 0 and folder.exists():
         shutil.rmtree(folder)  # killed before its first checkpoint: its log would be redone
     start = time.perf_counter()
-    trainer = ArenaTrainer(config, resume=start_step > 0, on_step=on_step)
-    try:
-        trainer.train()
-        heldout = trainer.heldout or heldout_rollout(trainer.policy, config, trainer.pool)
-    finally:
-        trainer.close()
+    if spec.trains:
+        heldout = _train(config, start_step > 0, on_step)
+    else:
+        heldout = _evaluate(config)
     record = {
         "method": spec.method,
         "role": spec.setting.role,
         "setting": spec.setting.name,
         "overrides": list(spec.setting.overrides),
         "seed": spec.seed,
-        "steps": config.rl.steps,
+        "steps": steps,
         "resumed_from": start_step,
         "wall_s": round(time.perf_counter() - start, 1),
         "heldout": [{"level": e.seed, "won": bool(e.won), "score": float(e.score)}
@@ -152,9 +196,10 @@ def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs:
     configs = {spec: spec.config(base, root) for spec in runs}
     for spec, config in configs.items():
         check_folder(spec, config, root)
-    done = {spec: steps_done(spec, root, c.rl.steps) for spec, c in configs.items()}
+    steps = {spec: total_steps(spec, config) for spec, config in configs.items()}
+    done = {spec: steps_done(spec, root, steps[spec]) for spec in runs}
     pending = [s for s in runs if not (s.folder(root) / RECORD_FILE).is_file()]
-    bar = tqdm(total=sum(c.rl.steps for c in configs.values()), initial=sum(done.values()),
+    bar = tqdm(total=sum(steps.values()), initial=sum(done.values()),
                unit="step", desc=f"arena: {len(runs) - len(pending)}/{len(runs)} runs done",
                disable=not progress, dynamic_ncols=True)
     failures: list[tuple[RunSpec, str]] = []

@@ -111,7 +111,7 @@ def _train(args: argparse.Namespace, threshold: float) -> int:
     from arlarena_baselines.algos import METHODS
     from arlarena_baselines.arena.plan import ArenaPlan, parse_grid, plan_runs
     from arlarena_baselines.arena.report import write_report
-    from arlarena_baselines.arena.runner import run_arena, steps_done
+    from arlarena_baselines.arena.runner import run_arena, steps_done, total_steps
 
     out = args.out or "runs/arena"
     try:
@@ -129,7 +129,7 @@ def _train(args: argparse.Namespace, threshold: float) -> int:
         return 2
     if args.dry_run:
         for spec in runs:
-            steps = spec.config(base, out).rl.steps
+            steps = total_steps(spec, spec.config(base, out))
             print(f"{spec.label():48s} {steps_done(spec, out, steps):4d}/{steps} steps  "
                   f"{spec.folder(out)}")
         print(f"{len(runs)} runs")
