@@ -30,7 +30,7 @@ import csv
 import json
 import math
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -289,74 +289,72 @@ def _settings_line(configs: list[ConfigResult]) -> list[str]:
     ]
 
 
+def _section(title: str, intro: str, groups: list[tuple[ConfigResult | None, list[Any]]],
+             extra: tuple[str, ...] = (),
+             cells: Callable[[ConfigResult], list[str]] = lambda c: []) -> list[str]:
+    """A titled table: per group (a reference, its rows), a row per configuration against the
+    reference (``None`` rows are skipped); ``cells`` fills the ``extra`` columns."""
+    rows = [[c.method, c.setting, str(len(c.runs)), *_row(c, reference), *cells(c)]
+            for reference, configs in groups for c in configs if c is not None]
+    if not rows:
+        return []
+    return ["", f"## {title}", "", intro, "",
+            *_table(["method", "setting", "seeds", *_ROW_HEADER, *extra], rows)]
+
+
 def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRESHOLD,
                     figures: Iterable[str] = FIGURES) -> str:
     """The report's markdown: settings, the four tables, the figures."""
     chosen = select_configs(configs)
     reference = chosen.get(REFERENCE)
-    lines = ["# Arena", "", *_settings_line(configs), ""]
-    lines += ["## Methods", "",
-              f"`{START}`: the starting checkpoint, untrained. Per method, its selected "
-              "configuration (the best stable one of its base and grid settings; stable: the "
-              "variance of the training rollouts' success over the final 20% of steps is at "
-              f"most {threshold} for every seed, and the collapse detector never fired). "
-              f"Δ success: against {REFERENCE} in percent; paired Δ: "
-              f"the mean difference of success against {REFERENCE} on the same (seed, level) "
-              "episodes. ± is one standard error (over the held-out episodes, or across seeds "
-              "when that is larger).", ""]
     start = [c for c in configs if c.role == "start"]
-    rows = [[c.method, c.setting, str(len(c.runs)), *_row(c, reference)]
-            for c in [*start, *chosen.values()]]
-    lines += _table(["method", "setting", "seeds", *_ROW_HEADER], rows)
-
-    stab = [c for c in configs if c.method in STABILISED_METHODS and c.role == "stabiliser"]
-    if stab:
-        lines += ["", "## Stabilisers (CISPO, SAPO)", "",
-                  "Each against the method's base run (Δ and paired Δ): a larger KL "
-                  "coefficient, a larger update mini-batch, and the sequence mask "
-                  "(the `_SM` method).", ""]
-        rows = []
-        for method in STABILISED_METHODS:
-            base = _find(configs, method, "base")
-            rows_of = [base, *[c for c in stab if c.method == method],
-                       _find(configs, f"{method}_SM", "base")]
-            rows += [[c.method, c.setting, str(len(c.runs)), *_row(c, base)]
-                     for c in rows_of if c is not None]
-        lines += _table(["method", "setting", "seeds", *_ROW_HEADER], rows)
-
-    stale = [c for c in configs if c.role == "staleness"]
-    if stale:
-        lines += ["", "## Staleness", "",
-                  "The IS-clipping methods at their base and with several times more update "
-                  "mini-batches per rollout batch (Δ and paired Δ against the base). Means over "
-                  "the steps: updates per step, KL(πθ‖πold), the token fractions with the ratio "
-                  "below 1-ε_low at A < 0 and above 1+ε_high at A > 0.", ""]
-        rows = []
-        for method in IS_CLIPPING_METHODS:
-            base = _find(configs, method, "base")
-            for c in [base, *[s for s in stale if s.method == method]]:
-                if c is None:
-                    continue
-                rows.append([c.method, c.setting, str(len(c.runs)), *_row(c, base),
-                             _num(c.mean(keys.UPDATES), 3), _num(c.mean(mn.KL_OLD), 3),
-                             _num(c.mean(mn.STAB_OOB_LOW_FRAC), 3),
-                             _num(c.mean(mn.STAB_OOB_HIGH_FRAC), 3)])
-        lines += _table(["method", "setting", "seeds", *_ROW_HEADER, "updates", "KL old",
-                         "oob low", "oob high"], rows)
-
-    grid = [c for c in configs if c.role == "grid"]
-    if grid:
-        lines += ["", "## Grid search", "",
-                  "Every configuration tried (Δ and paired Δ against the method's base); "
-                  "✓ marks the selected one.", ""]
-        rows = []
-        for method in dict.fromkeys(c.method for c in grid):
-            base = _find(configs, method, "base")
-            for c in [x for x in configs if x.method == method and x.role in ("base", "grid")]:
-                mark = "✓" if chosen.get(method) is c else ""
-                rows.append([c.method, c.setting, str(len(c.runs)), *_row(c, base), mark])
-        lines += _table(["method", "setting", "seeds", *_ROW_HEADER, "selected"], rows)
-
+    lines = ["# Arena", "", *_settings_line(configs)]
+    lines += _section(
+        "Methods",
+        f"`{START}`: the starting checkpoint, untrained. Per method, its selected configuration "
+        "(the best stable one of its base and grid settings; stable: the variance of the "
+        "training rollouts' success over the final 20% of steps is at most "
+        f"{threshold} for every seed, and the collapse detector never fired). Δ success: "
+        f"against {REFERENCE} in percent; paired Δ: the mean difference of success against "
+        f"{REFERENCE} on the same (seed, level) episodes. ± is one standard error (over the "
+        "held-out episodes, or across seeds when that is larger).",
+        [(reference, [*start, *chosen.values()])],
+    )
+    lines += _section(
+        "Stabilisers (CISPO, SAPO)",
+        "Each against the method's base run (Δ and paired Δ): a larger KL coefficient, a larger "
+        "update mini-batch, and the sequence mask (the `_SM` method).",
+        [(_find(configs, m, "base"),
+          [_find(configs, m, "base"),
+           *(c for c in configs if c.method == m and c.role == "stabiliser"),
+           _find(configs, f"{m}_SM", "base")])
+         for m in STABILISED_METHODS
+         if any(c.method == m and c.role == "stabiliser" for c in configs)],
+    )
+    lines += _section(
+        "Staleness",
+        "The IS-clipping methods at their base and with several times more update mini-batches "
+        "per rollout batch (Δ and paired Δ against the base). Means over the steps: updates per "
+        "step, KL(πθ‖πold), the token fractions with the ratio below 1-ε_low at A < 0 and above "
+        "1+ε_high at A > 0.",
+        [(_find(configs, m, "base"), [c for c in configs if c.method == m
+                                      and c.role in ("base", "staleness")])
+         for m in IS_CLIPPING_METHODS
+         if any(c.method == m and c.role == "staleness" for c in configs)],
+        ("updates", "KL old", "oob low", "oob high"),
+        lambda c: [_num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD, mn.STAB_OOB_LOW_FRAC,
+                                                mn.STAB_OOB_HIGH_FRAC)],
+    )
+    lines += _section(
+        "Grid search",
+        "Every configuration tried (Δ and paired Δ against the method's base); ✓ marks the "
+        "selected one.",
+        [(_find(configs, m, "base"), [c for c in configs if c.method == m
+                                      and c.role in ("base", "grid")])
+         for m in dict.fromkeys(c.method for c in configs if c.role == "grid")],
+        ("selected",),
+        lambda c: ["✓" if chosen.get(c.method) is c else ""],
+    )
     lines += ["", "## Figures", ""]
     lines += [f"![{Path(f).stem}]({f})" for f in figures]
     return "\n".join(lines) + "\n"
