@@ -273,6 +273,18 @@ _ROW_HEADER = ["held-out success", "score", "Δ success", "paired Δ success", "
                "stable", "collapse"]
 
 
+def _noise_note(configs: list[ConfigResult]) -> str:
+    """The variance one step's training success has from sampling alone, p(1−p)/episodes,
+    averaged over the base runs' steps: the floor under any run's stability variance."""
+    floors = [r[mn.SUCCESS_RATE] * (1 - r[mn.SUCCESS_RATE]) / r[keys.EPISODES]
+              for c in configs if c.role == "base" for run in c.runs for r in run.steps
+              if r.get(mn.SUCCESS_RATE) is not None and r.get(keys.EPISODES)]
+    if not floors:
+        return ""
+    return (" For scale: sampling alone gives one step's training success a variance of about "
+            f"{np.mean(floors):.2g} (p(1−p) / episodes per step, mean over the base runs).")
+
+
 def _settings_line(configs: list[ConfigResult]) -> list[str]:
     """What every run shared, read from a base run's config."""
     base = next((c for c in configs if c.role == "base"), configs[0])
@@ -317,7 +329,7 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
         f"{threshold} for every seed, and the collapse detector never fired). Δ success: "
         f"against {REFERENCE} in percent; paired Δ: the mean difference of success against "
         f"{REFERENCE} on the same (seed, level) episodes. ± is one standard error (over the "
-        "held-out episodes, or across seeds when that is larger).",
+        "held-out episodes, or across seeds when that is larger)." + _noise_note(configs),
         [(reference, [*start, *chosen.values()])],
     )
     lines += _section(
