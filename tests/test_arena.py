@@ -6,7 +6,6 @@ Llama and ``ARLArena/Bandit-v0`` (one turn, tiny budgets) and reads the report i
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -21,10 +20,12 @@ from arlarena_baselines.arena.report import (
     summarize,
 )
 from arlarena_baselines.arena.runner import RECORD_FILE, run_one
+from arlarena_baselines.arena.stats import paired_difference
 from arlarena_baselines.cli import main
+from arlarena_baselines.evaluation.paired import paired_comparison
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
-from arlarena_baselines.trainer.tracking import read_metrics
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, read_metrics
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
@@ -107,11 +108,11 @@ def _config(method, role, setting, success, train_success, *, collapse_at=None, 
             {"phase": "rl", "step": i + 1, mn.SUCCESS_RATE: v,
              **({keys.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
             for i, v in enumerate(train_success)]
-        heldout = [{"level": level, "won": level < round(10 * success), "score": 0.0}
-                   for level in range(10)]
+        episodes = [{"seed": level, "won": level < round(10 * success), "score": 0.0}
+                    for level in range(10)]
         record = {"method": method, "role": role, "setting": setting, "overrides": [],
-                  "seed": seed, "heldout": heldout}
-        runs.append(RunResult(None, record, records))
+                  "seed": seed}
+        runs.append(RunResult(None, record, records, episodes))
     return runs
 
 
@@ -148,6 +149,20 @@ def test_a_configuration_is_stable_only_if_every_seed_is():
     assert math.isclose(config.variance, 0.25) and not config.stable
 
 
+def test_one_seed_paired_difference_is_the_evaluation_modules():
+    a = {(0, level): float(level % 3 == 0) for level in range(30)}
+    b = {(0, level): float(level % 2 == 0) for level in range(25)}
+    mean, se, n = paired_difference(a, b)
+    reference = paired_comparison({k[1]: v for k, v in b.items()},
+                                  {k[1]: v for k, v in a.items()})
+    assert n == reference.n == 25
+    assert math.isclose(mean, reference.diff) and math.isclose(se, reference.se_diff)
+    # A second seed that disagrees widens the error to the spread of the seeds' differences.
+    a |= {(1, level): 1.0 for level in range(25)}
+    b |= {(1, level): 0.0 for level in range(25)}
+    assert paired_difference(a, b)[1] > 0.4
+
+
 # -- running: the command, skip, resume, the report -------------------------------------------
 @pytest.fixture(scope="module")
 def arena(tmp_path_factory):
@@ -173,8 +188,9 @@ def test_arena_trains_every_run_and_reports_rows_and_figures(arena):
         assert (run.folder / "final" / "config.json").is_file()
         assert not (run.folder / "checkpoints").exists()
     # The same held-out levels for every method, one episode each.
-    levels = {tuple(e["level"] for e in r.record["heldout"]) for r in runs.values()}
+    levels = {tuple(sorted(e["seed"] for e in r.episodes)) for r in [start, *runs.values()]}
     assert levels == {(1_000_000, 1_000_001, 1_000_002, 1_000_003)}
+    assert {e["step"] for r in runs.values() for e in r.episodes} == {2}
     report = (arena / "arena.md").read_text()
     methods_table = report.split("## Methods")[1].split("##")[0]
     assert "| checkpoint | start | 1 |" in methods_table
@@ -215,7 +231,8 @@ def test_report_rebuilds_into_another_folder_with_the_runs_small_files(arena, tm
     out = tmp_path / "docs"
     assert main(["arena", "--report", str(arena), "--out", str(out)]) == 0
     copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert "GRPO/base/seed0/metrics.jsonl" in copied and "GRPO/base/seed0/arena.json" in copied
+    for name in ("metrics.jsonl", "eval_episodes.jsonl", "arena.json", "rl_config.yaml"):
+        assert f"GRPO/base/seed0/{name}" in copied
     assert not any("/final/" in p for p in copied)
     assert (out / "arena.md").read_text() == (arena / "arena.md").read_text()
 
@@ -248,7 +265,7 @@ def test_an_interrupted_run_resumes_or_restarts_to_the_same_metrics(arena, tmp_p
     record = run_one(spec, base, tmp_path)
     # With a checkpoint after step 1 the run resumes there; without one it starts again.
     assert record["resumed_from"] == checkpoint_every
-    reference = read_metrics(arena / "GRPO" / "base" / "seed0")
-    assert _machine_free(read_metrics(folder)) == _machine_free(reference)
-    assert record["heldout"] == json.loads((arena / "GRPO/base/seed0" / RECORD_FILE
-                                            ).read_text())["heldout"]
+    reference = arena / "GRPO" / "base" / "seed0"
+    assert _machine_free(read_metrics(folder)) == _machine_free(read_metrics(reference))
+    assert (folder / EVAL_EPISODES_FILE).read_text() == (
+        reference / EVAL_EPISODES_FILE).read_text()

@@ -56,7 +56,8 @@ from arlarena_baselines.arena.stats import (
     stability_variance,
 )
 from arlarena_baselines.trainer import keys
-from arlarena_baselines.trainer.tracking import METRICS_FILE, read_metrics
+from arlarena_baselines.trainer.config import config_from_dict
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -80,19 +81,21 @@ _ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
 
 @dataclass
 class RunResult:
-    """One finished run: its ``arena.json`` record and its RL metrics, step by step."""
+    """One finished run: its ``arena.json`` record, its RL metrics step by step and the
+    episodes of its final held-out evaluation (as the trainer logs them)."""
 
-    folder: Path
+    folder: Path | None
     record: dict[str, Any]
     records: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
 
     @property
     def seed(self) -> int:
         return int(self.record["seed"])
 
     def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]:
-        """The final held-out evaluation, ``{(seed, level): value}``."""
-        return {(self.seed, e["level"]): float(e[key]) for e in self.record["heldout"]}
+        """The final held-out evaluation, ``{(seed, level seed): value}``."""
+        return {(self.seed, e["seed"]): float(e[key]) for e in self.episodes}
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -121,7 +124,12 @@ def load_runs(root: str | Path) -> list[RunResult]:
     for path in sorted(Path(root).rglob(RECORD_FILE)):
         record = json.loads(path.read_text())
         records = [r for r in read_metrics(path.parent) if r.get("phase") == "rl"]
-        runs.append(RunResult(path.parent, record, records))
+        logged = path.parent / EVAL_EPISODES_FILE
+        episodes = [e for e in read_metrics(logged) if e.get("phase") == "rl"] if (
+            logged.is_file()) else []
+        last = max((e["step"] for e in episodes), default=None)
+        runs.append(RunResult(path.parent, record, records,
+                              [e for e in episodes if e["step"] == last]))
     start = {run.seed: run.records[0] for run in runs
              if run.record["role"] == "start" and run.records}
     for run in runs:
@@ -286,18 +294,22 @@ def _noise_note(configs: list[ConfigResult]) -> str:
 
 
 def _settings_line(configs: list[ConfigResult]) -> list[str]:
-    """What every run shared, read from a base run's config."""
+    """What every run shared, read from a base run's config (sampling as resolved for the
+    env)."""
+    from arlarena_baselines.trainer.sampling import eval_sampling, training_sampling
+
     base = next((c for c in configs if c.role == "base"), configs[0])
     path = base.runs[0].folder / CONFIG_FILE
     if not path.is_file():
         return []
-    c = yaml.safe_load(path.read_text())
-    r, rl, e = c["rollout"], c["rl"], c["eval"]
+    c = config_from_dict(yaml.safe_load(path.read_text()))
+    r, train, held = c.rollout, training_sampling(c), eval_sampling(c)
     return [
-        f"Env `{r['env']}`, model `{c['model']['name']}`; {rl['steps']} steps of "
-        f"{r['n_groups']} levels × {r['group_size']} rollouts, update mini-batch "
-        f"{rl['mini_batch_size']} step samples, lr {rl['lr']}; held-out: {e['episodes']} levels "
-        f"(seeds {e['seed']}…), T = {e['temperature']}, top-p {e['top_p']}, top-k {e['top_k']}.",
+        f"Env `{r.env}`, model `{c.model.name}`; {c.rl.steps} steps of {r.n_groups} levels × "
+        f"{r.group_size} rollouts at T = {train.temperature}, responses of up to "
+        f"{train.max_new_tokens} tokens, update mini-batch {c.rl.mini_batch_size} step samples, "
+        f"lr {c.rl.lr}; held-out: {c.eval.episodes} levels (seeds {c.eval.seed}…), "
+        f"T = {held.temperature}, top-p {held.top_p}, top-k {held.top_k}.",
     ]
 
 
@@ -411,12 +423,12 @@ def write_csv(configs: list[ConfigResult], path: Path) -> Path:
 
 
 def _copy_runs(runs: list[RunResult], root: Path, out: Path) -> None:
-    """Copy each run's small files (record, metrics, config) to the same place under ``out``,
-    so that ``out`` rebuilds this report on its own."""
+    """Copy each run's small files (record, metrics, episodes, config) to the same place under
+    ``out``, so that ``out`` rebuilds this report on its own."""
     for run in runs:
         target = out / run.folder.relative_to(root)
         target.mkdir(parents=True, exist_ok=True)
-        for name in (RECORD_FILE, METRICS_FILE, CONFIG_FILE):
+        for name in (RECORD_FILE, METRICS_FILE, EVAL_EPISODES_FILE, CONFIG_FILE):
             if (run.folder / name).is_file():
                 shutil.copy2(run.folder / name, target / name)
 

@@ -1,16 +1,15 @@
 """Running an arena: each planned run through the trainer, resumable, with one progress bar.
 
-Holds :class:`ArenaTrainer` (the trainer of :mod:`~arlarena_baselines.trainer.rl`, keeping the
-last held-out evaluation's episodes and reporting each finished step), :func:`run_one` (one
-run, or the starting checkpoint's evaluation), :func:`run_arena`, :func:`steps_done`,
-:func:`total_steps` and :data:`RECORD_FILE`.
+Holds :class:`ArenaTrainer` (the trainer of :mod:`~arlarena_baselines.trainer.rl`, reporting
+each finished step), :func:`run_one` (one run, or the starting checkpoint's evaluation),
+:func:`run_arena`, :func:`steps_done`, :func:`total_steps` and :data:`RECORD_FILE`.
 
 A run folder (``ROOT/<method>/<setting>/seed<k>``) is what ``arlarena train rl`` writes
-(``rl_config.yaml``, ``metrics.jsonl``, checkpoints, ``final/``) plus ``arena.json`` once the
-run has finished: the method, setting and seed, and the final held-out evaluation episode by
-episode (level seed, won, score), which the report pairs across methods. A run with
-``arena.json`` is skipped; one with a checkpoint resumes from it; one killed before its first
-checkpoint starts again. A finished run's checkpoints are removed (``final/`` stays).
+(``rl_config.yaml``, ``metrics.jsonl``, ``eval_episodes.jsonl`` with every held-out episode,
+which the report pairs across methods; checkpoints, ``final/``) plus ``arena.json`` (the
+method, setting and seed) once the run has finished. A run with ``arena.json`` is skipped; one
+with a checkpoint resumes from it; one killed before its first checkpoint starts again. A
+finished run's checkpoints are removed (``final/`` stays).
 """
 
 from __future__ import annotations
@@ -30,11 +29,10 @@ import yaml
 from tqdm.auto import tqdm
 
 from arlarena_baselines.arena.plan import RunSpec
-from arlarena_baselines.rollout import Rollout, make_env_pool
+from arlarena_baselines.rollout import make_env_pool
 from arlarena_baselines.trainer.checkpoint import atomic_write_text, latest_checkpoint
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
-from arlarena_baselines.trainer.heldout import heldout_rollout
-from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
+from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir
@@ -52,27 +50,16 @@ _EXECUTION_FIELDS = {
 
 
 class ArenaTrainer(RLTrainer):
-    """:class:`RLTrainer` that keeps the episodes of its latest held-out evaluation
-    (``heldout``) and calls ``on_step()`` after every training step."""
+    """:class:`RLTrainer` that calls ``on_step()`` after every training step."""
 
     def __init__(self, config: TrainConfig, *, resume: bool, on_step: Callable[[], Any]) -> None:
         super().__init__(config, resume=resume)
         self.on_step = on_step
-        self.heldout: Rollout | None = None
 
     def train_step(self, step: int) -> dict[str, float]:
         metrics = super().train_step(step)
         self.on_step()
         return metrics
-
-    def evaluate(self) -> dict[str, float]:
-        self.heldout = heldout_rollout(self.policy, self.config, self.pool)
-        return _eval_metrics(self.heldout)
-
-
-def _eval_metrics(rollout: Rollout) -> dict[str, float]:
-    """The trainer's ``eval/…`` metrics of a held-out rollout."""
-    return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -116,34 +103,31 @@ def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
     return int(checkpoint.name.split("_")[-1]) if checkpoint is not None else 0
 
 
-def _train(config: TrainConfig, resume: bool, on_step: Callable[[], Any]) -> Rollout:
-    """Train to ``rl.steps``; return the final held-out evaluation's rollout."""
+def _train(config: TrainConfig, resume: bool, on_step: Callable[[], Any]) -> None:
+    """Train to ``rl.steps`` (the trainer evaluates at the end)."""
     trainer = ArenaTrainer(config, resume=resume, on_step=on_step)
     try:
         trainer.train()
-        return trainer.heldout or heldout_rollout(trainer.policy, config, trainer.pool)
     finally:
         trainer.close()
 
 
-def _evaluate(config: TrainConfig) -> Rollout:
-    """The held-out evaluation of ``config.model`` as it is, logged as the run's step 0."""
+def _evaluate(config: TrainConfig) -> None:
+    """The held-out evaluation of ``config.model`` as it is, logged as the run's step 0 (its
+    metrics and its episodes, as the trainer logs its own)."""
+    logger = MetricsLogger(prepare_run_dir(config, "rl", resume=False), "rl")
     threads = TorchThreads(config.run.threads)
     try:
-        run_dir = prepare_run_dir(config, "rl", resume=False)
         policy = Policy.load(config)
         r = config.rollout
         try:
             with make_env_pool(env_factory(config), r.n_groups * r.group_size,
                                r.env_workers) as pool:
-                rollout = heldout_rollout(policy, config, pool)
+                logger.log(0, evaluate_policy(policy, config, pool, logger=logger, step=0))
         finally:
             policy.close()
-        logger = MetricsLogger(run_dir, "rl")
-        logger.log(0, _eval_metrics(rollout))
-        logger.close()
-        return rollout
     finally:
+        logger.close()
         threads.restore()
 
 
@@ -163,9 +147,9 @@ def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
         shutil.rmtree(folder)  # killed before its first checkpoint: its log would be redone
     start = time.perf_counter()
     if spec.trains:
-        heldout = _train(config, start_step > 0, on_step)
+        _train(config, start_step > 0, on_step)
     else:
-        heldout = _evaluate(config)
+        _evaluate(config)
     record = {
         "method": spec.method,
         "role": spec.setting.role,
@@ -175,8 +159,6 @@ def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
         "steps": steps,
         "resumed_from": start_step,
         "wall_s": round(time.perf_counter() - start, 1),
-        "heldout": [{"level": e.seed, "won": bool(e.won), "score": float(e.score)}
-                    for e in sorted(heldout.episodes, key=lambda e: e.seed)],
     }
     atomic_write_text(folder / RECORD_FILE, json.dumps(record, indent=1) + "\n")
     shutil.rmtree(folder / "checkpoints", ignore_errors=True)
