@@ -19,7 +19,7 @@ from arlarena_baselines.arena.report import (
     select_configs,
     summarize,
 )
-from arlarena_baselines.arena.runner import RECORD_FILE, run_one
+from arlarena_baselines.arena.runner import RECORD_FILE, run_arena, run_one
 from arlarena_baselines.arena.stats import paired_difference
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation.paired import paired_comparison
@@ -169,7 +169,7 @@ def arena(tmp_path_factory):
     """``arlarena arena`` for GRPO and CISPO × 2 steps (with CISPO's KL stabiliser row)."""
     root = tmp_path_factory.mktemp("arena")
     code = main(["arena", *ARGS, "--methods", "GRPO,CISPO", "--staleness", "0",
-                 "--stabiliser-batch", "1", "--out", str(root), "--no-progress"])
+                 "--stabiliser-batch", "1", "--out", str(root)])
     assert code == 0
     return root
 
@@ -235,6 +235,18 @@ def test_report_rebuilds_into_another_folder_with_the_runs_small_files(arena, tm
         assert f"GRPO/base/seed0/{name}" in copied
     assert not any("/final/" in p for p in copied)
     assert (out / "arena.md").read_text() == (arena / "arena.md").read_text()
+
+
+def test_parallel_jobs_make_the_same_runs_and_report_a_failing_one(arena, tmp_path):
+    good = RunSpec("checkpoint", Setting("start"), 0)
+    bad = RunSpec("checkpoint", Setting("start", ("rollout.template=nope",)), 0)
+    failures = run_arena([bad, good], tiny_base(), tmp_path, jobs=2, progress=False)
+    assert [(spec, "no prompt template 'nope'" in error) for spec, error in failures] == [
+        (bad, True)]
+    assert not (bad.folder(tmp_path) / RECORD_FILE).exists()
+    for name in ("metrics.jsonl", EVAL_EPISODES_FILE):
+        assert (good.folder(tmp_path) / name).read_text() == (
+            good.folder(arena) / name).read_text()
 
 
 def _machine_free(records):

@@ -165,9 +165,17 @@ def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
     return record
 
 
-def _worker(spec: RunSpec, base: TrainConfig, root: str, steps: Any) -> dict[str, Any]:
-    """One run in a worker process; each finished step is put on the ``steps`` queue."""
-    return run_one(spec, base, root, lambda: steps.put(1))
+_STEPS: Any = None  # in a worker process: the queue each finished step is put on
+
+
+def _init_worker(steps: Any) -> None:
+    global _STEPS
+    _STEPS = steps
+
+
+def _worker(spec: RunSpec, base: TrainConfig, root: str) -> dict[str, Any]:
+    """One run in a worker process."""
+    return run_one(spec, base, root, lambda: _STEPS.put(1))
 
 
 def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs: int = 1,
@@ -210,12 +218,24 @@ def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs:
     return failures
 
 
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """Fresh worker processes (never a fork of this one, whose torch threads a fork would
+    break): forked from a server that has imported the trainer once, where the platform has
+    one; spawned otherwise."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
+
+
 def _run_parallel(pending: list[RunSpec], base: TrainConfig, root: str | Path, jobs: int,
                   bar: Any, finished: Callable[[RunSpec, BaseException | None], None]) -> None:
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager, ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        steps = manager.Queue()
-        futures = {pool.submit(_worker, spec, base, str(root), steps): spec for spec in pending}
+    context = _worker_context()
+    steps = context.Queue()
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
+                             initargs=(steps,)) as pool:
+        futures = {pool.submit(_worker, spec, base, str(root)): spec for spec in pending}
         bar.set_postfix_str(f"{jobs} jobs")
         while futures:
             ready, _ = wait(futures, timeout=1.0, return_when=FIRST_COMPLETED)
