@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 __all__ = ["register"]
 
@@ -95,53 +96,46 @@ def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.arena.report import DEFAULT_THRESHOLD, write_report
 
     threshold = DEFAULT_THRESHOLD if args.stable_var is None else args.stable_var
-    if args.report is not None:
-        try:
-            paths = write_report(args.report, args.out, threshold)
-        except (FileNotFoundError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        for path in paths:
-            print(path)
-        return 0
-    return _train(args, threshold)
+    try:
+        if args.report is not None:
+            code, paths = 0, write_report(args.report, args.out, threshold)
+        else:
+            code, paths = _train(args, threshold)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    return code
 
 
-def _train(args: argparse.Namespace, threshold: float) -> int:
+def _train(args: argparse.Namespace, threshold: float) -> tuple[int, list[Path]]:
+    """Plan the runs and make them (or list them with ``--dry-run``); return the exit code and
+    the report's files. A bad setting raises before anything runs."""
     from arlarena_baselines.algos import METHODS
     from arlarena_baselines.arena.plan import ArenaPlan, parse_grid, plan_runs
     from arlarena_baselines.arena.report import write_report
     from arlarena_baselines.arena.runner import run_arena, steps_done, total_steps
 
     out = args.out or "runs/arena"
-    try:
-        base = base_config(args)
-        methods = args.methods.split(",") if args.methods else list(METHODS)
-        plan = ArenaPlan(
-            methods=tuple(m.strip() for m in methods if m.strip()), seeds=args.seeds,
-            stabilisers=not args.no_stabilisers, stabiliser_kl=args.stabiliser_kl,
-            stabiliser_batch=args.stabiliser_batch, staleness=args.staleness,
-            grid=parse_grid(args.grid),
-        )
-        runs = plan_runs(plan, base, out)
-    except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    base = base_config(args)
+    methods = args.methods.split(",") if args.methods else list(METHODS)
+    plan = ArenaPlan(
+        methods=tuple(m.strip() for m in methods if m.strip()), seeds=args.seeds,
+        stabilisers=not args.no_stabilisers, stabiliser_kl=args.stabiliser_kl,
+        stabiliser_batch=args.stabiliser_batch, staleness=args.staleness,
+        grid=parse_grid(args.grid),
+    )
+    runs = plan_runs(plan, base, out)
     if args.dry_run:
         for spec in runs:
             steps = total_steps(spec, spec.config(base, out))
             print(f"{spec.label():48s} {steps_done(spec, out, steps):4d}/{steps} steps  "
                   f"{spec.folder(out)}")
         print(f"{len(runs)} runs")
-        return 0
-    try:
-        failures = run_arena(runs, base, out, jobs=args.jobs, progress=not args.no_progress)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 0, []
+    failures = run_arena(runs, base, out, jobs=args.jobs, progress=not args.no_progress)
     for spec, error in failures:
         print(f"failed: {spec.label()}: {error}", file=sys.stderr)
-    if len(failures) < len(runs):
-        for path in write_report(out, None, threshold):
-            print(path)
-    return 1 if failures else 0
+    paths = write_report(out, None, threshold) if len(failures) < len(runs) else []
+    return (1 if failures else 0), paths
