@@ -27,9 +27,11 @@ detector fired in none of them.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import math
 import shutil
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -454,8 +456,14 @@ def write_report(root: str | Path, out: str | Path | None = None,
             config = _find(configs, name, "base")
             shares[name] = config.curve() if config is not None else None
     out.mkdir(parents=True, exist_ok=True)
-    figures = [plot_success(curves, out / FIGURES[0]), plot_diagnostics(curves, out / FIGURES[1]),
-               plot_kl_shares(shares, out / FIGURES[2])]
+    figures = []
+    if importlib.util.find_spec("matplotlib") is None:
+        print("matplotlib is not installed: the report has no figures "
+              "(pip install 'arlarena[plot]')", file=sys.stderr)
+    else:
+        figures = [plot_success(curves, out / FIGURES[0]),
+                   plot_diagnostics(curves, out / FIGURES[1]),
+                   plot_kl_shares(shares, out / FIGURES[2])]
     markdown = out / "arena.md"
     markdown.write_text(report_markdown(configs, threshold, [f.name for f in figures]),
                         encoding="utf-8")
