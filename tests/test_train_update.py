@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -19,20 +21,21 @@ from arlarena_baselines.rollout import pack_pairs, response_log_probs
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.rl import RLTrainer
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 BANDIT = "ARLArena/Bandit-v0"
 
 
-def make_trainer(tmp_path, *overrides: str) -> RLTrainer:
+def make_trainer(tmp_path, *overrides: str, resume: bool = False) -> RLTrainer:
     config = load_config(None, [
         "model.name=tiny", f"rollout.env={BANDIT}", "rollout.env_kwargs={rounds: 2}",
         "rollout.max_new_tokens=8", "rollout.n_groups=2", "rollout.group_size=4",
         "rl.method=GRPO", "rl.lr=1e-3", "eval.episodes=0", "run.threads=1",
         "run.progress=false", "run.tensorboard=false", f"run.out={tmp_path}", *overrides,
     ])
-    return RLTrainer(config)
+    return RLTrainer(config, resume=resume)
 
 
 def random_advantages(n: int) -> torch.Tensor:
@@ -175,3 +178,17 @@ def test_dapo_resamples_until_its_round_limit_when_every_group_is_dropped(tmp_pa
     # groups with all-equal ones, as the study's filter_group_data does.
     assert metrics[mn.GROUPS_FILTERED] == 4.0 and metrics[mn.GROUPS_TOPPED_UP] == 2.0
     assert metrics[keys.SAMPLES] == 2 * 4 * 2
+
+
+def test_resuming_a_run_killed_before_its_first_checkpoint_starts_it_over(tmp_path):
+    make_trainer(tmp_path).close()
+    for name in (METRICS_FILE, EVAL_EPISODES_FILE):
+        (tmp_path / name).write_text(json.dumps({"phase": "rl", "step": 0, "x": 1.0}) + "\n"
+                                     + json.dumps({"phase": "rl", "step": 1, "x": 2.0}) + "\n")
+    trainer = make_trainer(tmp_path, resume=True)
+    try:
+        assert trainer.step == 0
+        assert read_metrics(tmp_path / METRICS_FILE) == []
+        assert read_metrics(tmp_path / EVAL_EPISODES_FILE) == []
+    finally:
+        trainer.close()

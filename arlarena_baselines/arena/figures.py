@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from arlarena_baselines.algos import metric_names as mn
-from arlarena_baselines.trainer.plots import _kl_shares, _series
+from arlarena_baselines.trainer.plots import metric_series, plot_kl_share_bars
 
 __all__ = ["mean_records", "plot_diagnostics", "plot_kl_shares", "plot_success"]
 
@@ -75,7 +75,7 @@ def _lines(curves: Mapping[str, Records], panels: Sequence[tuple[str, str]], tit
     colours = plt.get_cmap("tab20")
     for ax, (name, key) in zip(axes.flat, panels, strict=False):
         for i, (label, records) in enumerate(curves.items()):
-            steps, values = _series(records, key)
+            steps, values = metric_series(records, key)
             if steps:  # tab20's dark shades first, then the light ones; dashes from the 11th
                 ax.plot(steps, values, color=colours((2 * i) % 20 + (2 * i // 20) % 2),
                         ls="-" if i < 10 else "--", lw=1.3, label=label,
@@ -114,7 +114,7 @@ def plot_kl_shares(panels: Mapping[str, Records | None], path: Path, cols: int =
         if records is None:
             ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
         else:
-            _kl_shares(ax, records)
+            plot_kl_share_bars(ax, records)
         ax.set_title(f"{label}: share of KL to πref by token group", fontsize=9)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")

@@ -39,6 +39,7 @@ __all__ = [
     "iter_fields",
     "load_config",
     "method_config_yaml",
+    "parse_value",
 ]
 
 
@@ -372,6 +373,24 @@ def config_from_dict(data: dict[str, Any] | None, base: TrainConfig | None = Non
     return config
 
 
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: YAML, where numbers in exponent form without a dot (``5e-2``, which
+    YAML 1.1 reads as a string) are numbers too.
+
+    >>> parse_value("5e-2"), parse_value("3"), parse_value("{a: 1}"), parse_value("up")
+    (0.05, 3, {'a': 1}, 'up')
+    """
+    if not text.strip():
+        return text
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip().lower() not in ("nan", "inf", "-inf") else value
+        except ValueError:
+            return value
+    return value
+
+
 def apply_overrides(config: TrainConfig, overrides: Sequence[str]) -> TrainConfig:
     """Apply ``section.field=value`` strings (values parsed as YAML, then typed).
 
@@ -394,7 +413,7 @@ def apply_overrides(config: TrainConfig, overrides: Sequence[str]) -> TrainConfi
             node = current
             for part in sub[:-1]:
                 node = node.setdefault(part, {})
-            node[sub[-1]] = yaml.safe_load(value) if value.strip() else value
+            node[sub[-1]] = parse_value(value)
             config = config_from_dict({section: {name: current}}, config)
         else:
             config = config_from_dict({section: {name: value}}, config)

@@ -1,11 +1,13 @@
 """Training curves and the stability-diagnostics panel of a run, drawn to PNG.
 
-Holds :func:`plot_run`, which reads ``RUN/metrics.jsonl`` and writes, per phase found:
-``plots/<phase>_curves.png`` (success and valid-format ratio on the training rollouts and
-on the held-out evaluation, return, response length; the SFT loss) and, for RL,
-``plots/rl_diagnostics.png`` (KL to π_old and to π_ref, gradient norm, the out-of-band ratio
-fractions, clip fraction, entropy, filtered groups and masked sequences, and the KL-to-ref
-shares of the 8 token groups). Needs matplotlib (the ``plot`` extra).
+Holds :func:`metric_series` (one metric's steps and values in a run), :func:`plot_kl_share_bars`
+(the KL-share panel, also drawn by the arena's report) and :func:`plot_run`, which reads
+``RUN/metrics.jsonl`` and writes, per phase found: ``plots/<phase>_curves.png`` (success and
+valid-format ratio on the training rollouts and on the held-out evaluation, return, response
+length; the SFT loss) and, for RL, ``plots/rl_diagnostics.png`` (KL to π_old and to π_ref,
+gradient norm, the out-of-band ratio fractions, clip fraction, entropy, filtered groups and
+masked sequences, and the KL-to-ref shares of the 8 token groups). Needs matplotlib (the
+``plot`` extra).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.tracking import read_metrics
 
-__all__ = ["plot_run"]
+__all__ = ["metric_series", "plot_kl_share_bars", "plot_run"]
 
 # (title, [(metric key, label)]) per panel.
 Panel = tuple[str, Sequence[tuple[str, str]]]
@@ -51,7 +53,8 @@ _RL_DIAGNOSTICS: list[Panel] = [
 ]
 
 
-def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+def metric_series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    """The steps where ``key`` was logged (not null) and its values there."""
     points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
     return [p[0] for p in points], [p[1] for p in points]
 
@@ -70,7 +73,7 @@ def _draw(records: list[dict[str, Any]], panels: list[Panel], title: str, path: 
     flat = list(axes.flat)
     for ax, (name, series) in zip(flat, panels, strict=False):
         for key, label in series:
-            steps, values = _series(records, key)
+            steps, values = metric_series(records, key)
             if steps:
                 ax.plot(steps, values, marker="o" if len(steps) < 30 else None, ms=3,
                         label=label)
@@ -82,7 +85,7 @@ def _draw(records: list[dict[str, Any]], panels: list[Panel], title: str, path: 
         else:
             ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
     if extra:
-        _kl_shares(flat[len(panels)], records)
+        plot_kl_share_bars(flat[len(panels)], records)
     for ax in flat[count:]:
         ax.axis("off")
     fig.suptitle(title)
@@ -93,7 +96,7 @@ def _draw(records: list[dict[str, Any]], panels: list[Panel], title: str, path: 
     return path
 
 
-def _kl_shares(ax: Any, records: list[dict[str, Any]]) -> None:
+def plot_kl_share_bars(ax: Any, records: list[dict[str, Any]]) -> None:
     """Stacked shares of the KL to π_ref over the 8 (sign A) × (seq ratio) × (entropy) groups."""
     rows = [r for r in records if all(r.get(k) is not None for k in mn.KL_REF_SHARE_KEYS)]
     ax.set_title("share of KL to πref by token group", fontsize=10)

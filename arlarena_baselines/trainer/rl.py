@@ -147,7 +147,8 @@ class RLTrainer:
         self.logger = MetricsLogger(
             self.run_dir,
             "rl",
-            resume_step=self.step + 1 if checkpoint is not None else None,
+            # Resuming with no checkpoint starts over: every earlier record is redone.
+            resume_step=self.step + 1 if checkpoint is not None else (0 if resume else None),
             tensorboard=config.run.tensorboard,
             wandb=config.run.wandb,
             wandb_project=config.run.wandb_project,

@@ -178,7 +178,8 @@ class SFTTrainer:
         self.logger = MetricsLogger(
             self.run_dir,
             "sft",
-            resume_step=self.step + 1 if checkpoint is not None else None,
+            # Resuming with no checkpoint starts over: every earlier record is redone.
+            resume_step=self.step + 1 if checkpoint is not None else (0 if resume else None),
             tensorboard=config.run.tensorboard,
             wandb=config.run.wandb,
             wandb_project=config.run.wandb_project,
