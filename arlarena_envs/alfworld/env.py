@@ -1,14 +1,16 @@
-"""``ARLArena/ALFWorld-v0``: ALFWorld's household text games, played by TextWorld.
+"""``ARLArena/ALFWorld-v0``: ALFWorld's household text games, with TextWorld's transcripts.
 
-Holds :class:`ALFWorldEnv` and :data:`NOTHING_HAPPENS`. Games come from ARLArena's offline
-generator by default (see :mod:`arlarena_envs.alfworld.generator`) or, with
-``source="alfworld_data"``, from the original ALFWorld data a user downloaded.
+Holds :class:`ALFWorldEnv`, :data:`NOTHING_HAPPENS` and :data:`WIN_REWARD`. Games come from
+ARLArena's offline generator by default (see :mod:`arlarena_envs.alfworld.generator`) or, with
+``source="alfworld_data"``, from the original ALFWorld data a user downloaded. Generated games
+are played by the native engine (:mod:`arlarena_envs.alfworld.native`) unless
+``engine="textworld"``; the original games always by TextWorld
+(:mod:`arlarena_envs.alfworld.engines`).
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,9 +21,10 @@ from arlarena_envs.alfworld.catalog import (
     GeneratedGames,
     make_source,
 )
-from arlarena_envs.alfworld.planner import RelevantPlanner, keep_argv
+from arlarena_envs.alfworld.engines import ENGINES, Engine, make_engine
+from arlarena_envs.alfworld.native import Turn
+from arlarena_envs.alfworld.planner import RelevantPlanner
 from arlarena_envs.alfworld.scenes import canonical_split
-from arlarena_envs.alfworld.translation import install_translation_cache
 from arlarena_envs.base import TextEnv, coerce_action
 
 __all__ = ["NOTHING_HAPPENS", "WIN_REWARD", "ALFWorldEnv"]
@@ -38,26 +41,30 @@ _MAX_COMMAND_CHARS = 300
 _OBSERVING = ("look", "inventory", "examine", "help")
 
 
-def _operator_name(action: Any) -> str:
-    """Fast Downward's operator name of a TextWorld PDDL action (name + arguments in order)."""
-    return " ".join([action.name, *(v.name for v in action.mapping.values())])
-
-
 class ALFWorldEnv(TextEnv):
-    """ALFWorld on the real TextWorld engine: ALFWorld's PDDL domain, grammar and wrappers.
+    """ALFWorld's text game: its PDDL domain, grammar, ``AlfredDemangler`` names and texts.
 
-    Each episode loads one ``game.tw-pddl`` into TextWorld with ALFWorld's
-    ``AlfredDemangler`` (deterministic names, ``shuffle=False``) and ``AlfredInfos`` wrappers. The
-    observation is TextWorld's text (the ``-= Welcome to TextWorld, ALFRED! =-`` intro with the
-    task line at reset, the game's reply after a step); ``info["admissible_actions"]`` is
-    TextWorld's sorted admissible command list without ``help``, as the agent codebases show it.
-    A command that is not admissible (after trimming, collapsing spaces and lower-casing) is not
-    sent to TextWorld: the state stays, the reply is ``Nothing happens.`` and
-    ``info["action_is_valid"]`` is False. Winning (TextWorld's ``won``) ends the episode with
-    reward ``10``; every other step gives 0. The turn limit (50) comes from registration.
-    Resetting the game already loaded skips the reload, and Fast Downward's translation of a
-    game is memoised per process (:mod:`arlarena_envs.alfworld.translation`), so repeated
-    resets of one game (GRPO groups) cost ~0.1 s instead of ~1 s.
+    Each episode plays one ``game.tw-pddl``. The observation is TextWorld's text (the
+    ``-= Welcome to TextWorld, ALFRED! =-`` intro with the task line at reset, the game's reply
+    after a step); ``info["admissible_actions"]`` is TextWorld's sorted admissible command list
+    without ``help``, as the agent codebases show it. A command that is not admissible (after
+    trimming, collapsing spaces and lower-casing) is not played: the state stays, the reply is
+    ``Nothing happens.`` and ``info["action_is_valid"]`` is False. Winning (TextWorld's ``won``)
+    ends the episode with reward ``10``; every other step gives 0. The turn limit (50) comes
+    from registration.
+
+    Generated games run on the native engine by default (``engine="native"``): the same
+    observations, admissible commands, ``won`` and info as TextWorld, byte for byte (checked by
+    ``tests/test_alfworld_native.py``), at ~1 ms a step. ``engine="textworld"`` plays them on
+    TextWorld itself (ALFWorld's ``AlfredDemangler(shuffle=False)`` and ``AlfredInfos``
+    wrappers), the reference; the original ALFWorld games (``source="alfworld_data"``) always
+    run on TextWorld. ``info["engine"]`` says which one played. Resetting the game already
+    loaded costs a fraction of a millisecond on the native engine; a game is compiled once per
+    process (~10 ms).
+
+    The env is safe to construct, reset and step from several threads, each env in its own:
+    the native engine shares nothing mutable, and every call into TextWorld or Fast Downward is
+    serialised (:data:`~arlarena_envs.alfworld.translation.TEXTWORLD_LOCK`).
 
     ``reset(seed=...)`` draws a game of the split with the env's RNG; ``options`` may set
     ``split`` (``train``, ``eval_in_distribution``, ``eval_out_of_distribution``; also
@@ -72,16 +79,17 @@ class ALFWorldEnv(TextEnv):
         task_type: restrict draws to one task type (default: all six).
         data_dir: root of the downloaded ALFWorld data.
         cache_dir: root of the generated-game cache (default ``$ARLARENA_CACHE/alfworld``).
+        engine: ``native`` (default) or ``textworld``, for generated games.
         render_mode: ``None`` or ``"ansi"`` (the current observation).
 
     Example:
         >>> import gymnasium as gym, arlarena_envs
         >>> env = gym.make("ARLArena/ALFWorld-v0")
         >>> obs, info = env.reset(seed=0, options={"split": "eval_out_of_distribution", "index": 0})
-        >>> obs.startswith("-= Welcome to TextWorld, ALFRED! =-")
-        True
-        >>> info["task_type"], "help" in info["admissible_actions"]
-        ('pick_and_place_simple', False)
+        >>> obs.startswith("-= Welcome to TextWorld, ALFRED! =-"), info["engine"]
+        (True, 'native')
+        >>> "help" in info["admissible_actions"]
+        False
         >>> _, reward, terminated, _, info = env.step("dance")
         >>> reward, terminated, info["action_is_valid"]
         (0.0, False, False)
@@ -97,6 +105,7 @@ class ALFWorldEnv(TextEnv):
         task_type: str | None = None,
         data_dir: str | Path | None = None,
         cache_dir: str | Path | None = None,
+        engine: str = "native",
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -104,20 +113,24 @@ class ALFWorldEnv(TextEnv):
         split = canonical_split(split)
         if source not in SOURCES:
             raise ValueError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
         self.split, self.source, self.task_type = split, source, task_type
+        self.engine = engine
         self._game_source = source
         self.data_dir, self.cache_dir = data_dir, cache_dir
         self.render_mode = render_mode
         self._sources: dict[str, GeneratedGames | ALFWorldDataGames] = {}
-        self._tw: Any = None
-        self._loaded: Path | None = None
+        self._engines: dict[str, Engine] = {}
+        self._engine_name = engine
         self._game: GameRef | None = None
-        self._state: Any = None
         self._obs = ""
         self._task = ""
         self._won = False
+        self._started = False
         self._admissible: list[str] = []
         self._planner: RelevantPlanner | None = None
+        self._planner_game: Path | None = None
         self._plan: list[str] | None = None
 
     # -- games ---------------------------------------------------------------------------------
@@ -137,28 +150,19 @@ class ALFWorldEnv(TextEnv):
             raise RuntimeError("call reset() before using the environment")
         return self._game
 
-    def _load(self, path: Path) -> Any:
-        import textworld
-        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+    def engine_for(self, source: str) -> str:
+        """The engine that plays games of ``source`` (the original games: TextWorld)."""
+        return "textworld" if source == "alfworld_data" else self.engine
 
-        install_translation_cache()
-        # TextWorld's PddlEnv.load leaves its game file to the garbage collector: silence the
-        # ResourceWarning that CPython raises as it closes it right away.
-        with keep_argv(), warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            if self._tw is None:
-                infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-                wrappers = [AlfredDemangler(shuffle=False), AlfredInfos]
-                self._tw = textworld.start(str(path), infos, wrappers=wrappers)
-            elif path != self._loaded:
-                self._tw.load(str(path))
-            self._loaded = path
-            return self._tw.reset()
+    def _engine(self) -> Engine:
+        name = self._engine_name
+        if name not in self._engines:
+            self._engines[name] = make_engine(name)
+        return self._engines[name]
 
-    def _set_state(self, state: Any, obs: str) -> None:
-        self._state, self._obs = state, obs
-        self._won = bool(state["won"])
-        self._admissible = [c for c in state["admissible_commands"] if c != "help"]
+    def _set_turn(self, turn: Turn) -> None:
+        self._obs, self._won = turn.feedback, turn.won
+        self._admissible = [c for c in turn.admissible_commands if c != "help"]
 
     def _info(self, action_is_valid: bool | None = None) -> dict[str, Any]:
         game = self.game
@@ -173,6 +177,7 @@ class ALFWorldEnv(TextEnv):
             game_index=game.index,
             gamefile=str(game.path),
             source=self._game_source,
+            engine=self._engine_name,
         )
 
     # -- gymnasium API -------------------------------------------------------------------------
@@ -191,26 +196,31 @@ class ALFWorldEnv(TextEnv):
         else:
             index = int(self.np_random.integers(games.count(split, task_type)))
         game = games.get(split, index, task_type)
-        same_game = game.path == self._loaded
+        self._engine_name = self.engine_for(source)
+        engine = self._engine()
+        self._started = False
         try:
-            state = self._load(game.path)
+            engine.load(game.path)
+            turn = engine.reset()
         except Exception as exc:  # TextWorld/Fast Downward errors name nothing useful alone
-            if self._tw is not None:
-                self._tw.close()
-            self._tw, self._loaded, self._state, self._game = None, None, None, None
-            raise RuntimeError(f"TextWorld could not load {game.path}: {exc!r}") from exc
-        self._game, self._game_source = game, source
-        self._set_state(state, state.feedback)
+            engine.close()
+            self._engines.pop(self._engine_name, None)
+            self._game = None
+            raise RuntimeError(
+                f"{self._engine_name} could not load {game.path}: {exc!r}") from exc
+        self._game, self._game_source, self._started = game, source, True
+        self._set_turn(turn)
         self._task = self._obs.rpartition(_TASK_PREFIX)[2].strip()
-        if not same_game or self._planner is None:
+        if self._planner is None or self._planner_game != game.path:
             data = json.loads(Path(game.path).read_text(encoding="utf-8"))
             self._planner = RelevantPlanner(data["pddl_domain"], data["pddl_problem"])
+            self._planner_game = game.path
         self._plan = None
         return self._obs, self._info()
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run an admissible command; anything else leaves the state as it is (class docs)."""
-        if self._state is None:
+        if not self._started:
             raise RuntimeError("call reset() before step()")
         text = coerce_action(action)
         command = " ".join(text.split()).lower() if len(text) <= _MAX_COMMAND_CHARS else ""
@@ -218,9 +228,7 @@ class ALFWorldEnv(TextEnv):
         reward = 0.0
         if valid:
             self._track_plan(command)
-            with keep_argv():
-                state, _, _ = self._tw.step(command)
-            self._set_state(state, state.feedback)
+            self._set_turn(self._engine().step(command))
             reward = WIN_REWARD if self._won else 0.0
         else:
             self._obs = NOTHING_HAPPENS
@@ -230,34 +238,18 @@ class ALFWorldEnv(TextEnv):
         return self._obs if self.render_mode == "ansi" else None
 
     def close(self) -> None:
-        if self._tw is not None:
-            self._tw.close()
-            self._tw, self._loaded = None, None
+        for engine in self._engines.values():
+            engine.close()
+        self._engines.clear()
+        self._started = False
         super().close()
 
     # -- expert --------------------------------------------------------------------------------
-    def _operator_of(self, command: str) -> str | None:
-        for action, cmd in zip(
-            self._state["_valid_actions"], self._state["_valid_commands"], strict=True
-        ):
-            if cmd == command:
-                return _operator_name(action)
-        return None
-
-    def _command_of(self, operator: str) -> str | None:
-        for action, cmd in zip(
-            self._state["_valid_actions"], self._state["_valid_commands"], strict=True
-        ):
-            if _operator_name(action) == operator:
-                return cmd
-        return None
-
     def _track_plan(self, command: str) -> None:
         """Keep the cached plan if ``command`` is its next step (or only observes), else drop it."""
         if not self._plan:
             return
-        operator = self._operator_of(command)
-        if operator == self._plan[0]:
+        if self._engine().operator_of(command) == self._plan[0]:
             self._plan.pop(0)
         elif not command.startswith(_OBSERVING):
             self._plan = None
@@ -266,18 +258,19 @@ class ALFWorldEnv(TextEnv):
         """Next command of an optimal plan from the current state (ALFWorld's planner).
 
         Fast Downward, as TextWorld runs it, solves the game's own PDDL restricted to what the
-        goal involves (see :mod:`arlarena_envs.alfworld.planner`); the plan is cached and
-        recomputed when the episode leaves it. Returns ``None`` once the task is done (or if
-        no plan exists).
+        goal involves (see :mod:`arlarena_envs.alfworld.planner`), from the engine's facts in
+        sorted order, so both engines get the same plan; the plan is cached and recomputed when
+        the episode leaves it. Returns ``None`` once the task is done (or if no plan exists).
         """
-        if self._state is None or self._won or self._planner is None:
+        if not self._started or self._won or self._planner is None:
             return None
+        engine = self._engine()
         for _ in range(2):
             if self._plan is None:
-                self._plan = self._planner.plan(list(self._state["_facts"])) or []
+                self._plan = self._planner.plan(engine.facts()) or []
             if not self._plan:
                 return None
-            command = self._command_of(self._plan[0])
+            command = engine.command_of(self._plan[0])
             if command in self._admissible:
                 return command
             self._plan = None

@@ -20,7 +20,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["RelevantPlanner", "keep_argv"]
+from arlarena_envs.alfworld.pddl import parse_domain
+from arlarena_envs.alfworld.translation import TEXTWORLD_LOCK
+
+__all__ = ["Fact", "RelevantPlanner", "keep_argv"]
+
+Fact = tuple[str, tuple[tuple[str, str], ...]]
+"""(predicate, ((object name, type), ...)), as the engines list them."""
 
 # Goal predicate → the receptacle type (lower-case PDDL constant) the task needs.
 _APPLIANCE_OF = {"isclean": "sinkbasintype", "ishot": "microwavetype", "iscool": "fridgetype"}
@@ -64,15 +70,16 @@ class RelevantPlanner:
             (name.lower(), kind)
             for name, kind in re.findall(r"(\S+) - (otype|rtype)\b", problem)
         )
+        self.predicates = frozenset(parse_domain(domain).predicates)
         self._lib: Any = None
 
-    def _relevant(self, facts: list[Any]) -> set[str]:
-        by_name: dict[str, list[Any]] = {}
-        for fact in facts:
-            by_name.setdefault(fact.name, []).append(fact)
+    def _relevant(self, facts: list[Fact]) -> set[str]:
+        by_name: dict[str, list[tuple[str, ...]]] = {}
+        for pred, args in facts:
+            by_name.setdefault(pred, []).append(tuple(name for name, _ in args))
 
         def pairs(name: str) -> Iterable[tuple[str, str]]:
-            return ((f.arguments[0].name, f.arguments[1].name) for f in by_name.get(name, ()))
+            return ((args[0], args[1]) for args in by_name.get(name, ()))
 
         objects = {o for o, t in pairs("objecttype") if t in self.object_types}
         held = {o for _, o in pairs("holds")}
@@ -88,19 +95,20 @@ class RelevantPlanner:
         locations |= {loc for _, loc in pairs("atlocation")}
         return objects | receptacles | locations
 
-    def problem(self, facts: list[Any]) -> str:
-        """The PDDL problem of the given current facts (TextWorld propositions), restricted to
-        what the goal involves."""
+    def problem(self, facts: list[Fact]) -> str:
+        """The PDDL problem of the current facts (an engine's :meth:`facts`, in their sorted
+        order, so both engines give Fast Downward the same text), restricted to what the goal
+        involves; ``not_`` propositions and anything the domain does not declare are left out."""
         constants = dict(self.constants)
         keep = self._relevant(facts)
         declared: dict[str, str] = {}
         kept_facts = []
-        for fact in facts:
-            names = [v.name for v in fact.arguments]
-            if all(n in keep or n in constants or v.type == "agent"
-                   for n, v in zip(names, fact.arguments, strict=True)):
-                kept_facts.append(f"({fact.name} {' '.join(names)})")
-                declared.update((v.name, v.type) for v in fact.arguments if v.name not in constants)
+        for pred, args in facts:
+            if pred not in self.predicates:
+                continue
+            if all(n in keep or n in constants or t == "agent" for n, t in args):
+                kept_facts.append(f"({pred} {' '.join(n for n, _ in args)})")
+                declared.update((n, t) for n, t in args if n not in constants)
         objects = [f"{n} - {t}" for n, t in sorted(declared.items())]
         objects += [f"{n} - {t}" for n, t in self.constants]
         return (
@@ -109,7 +117,7 @@ class RelevantPlanner:
             + self.goal
         )
 
-    def plan(self, facts: list[Any]) -> list[str] | None:
+    def plan(self, facts: list[Fact]) -> list[str] | None:
         """Fast Downward's operator names of an optimal plan, ``[]`` if the goal holds, else
         ``None`` when no plan exists. (The whole game is never searched as a fallback: its blind
         search can run for minutes in a kitchen.)"""
@@ -119,7 +127,7 @@ class RelevantPlanner:
         import fast_downward
         from fast_downward.interface import pddl2sas  # not the memoised one: these are one-offs
 
-        with keep_argv():
+        with TEXTWORLD_LOCK, keep_argv():
             _, sas = pddl2sas(self.domain, problem, optimize=True)
         if self._lib is None:
             self._lib = fast_downward.load_lib()

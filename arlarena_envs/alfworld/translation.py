@@ -1,12 +1,16 @@
-"""Memoise Fast Downward's PDDL → SAS translation, which TextWorld repeats on every reset.
+"""Fast Downward's PDDL → SAS translation as TextWorld runs it: memoised, and serialised.
 
-Holds :func:`install_translation_cache`. TextWorld's ``PddlEnv`` translates the game's PDDL
-twice when it loads a game and twice again on every ``reset`` (a new ``PddlState`` each
-time); the translation is a pure function of the domain and problem text and is ~90 % of the
-cost of a reset (over a second for a kitchen). The cache wraps ``fast_downward.pddl2sas`` (the
-name TextWorld calls) once per process with a small thread-safe LRU: a new game is translated
-twice instead of four times and resetting the same game again translates nothing. Results are
-returned as the original makes them; TextWorld only reads them.
+Holds :data:`TEXTWORLD_LOCK` (held around every call into TextWorld or Fast Downward's Python
+translator, neither of which is thread-safe: module-level Tatsu parsers, translator options,
+``sys.argv``) and :func:`install_translation_cache`.
+
+TextWorld's ``PddlEnv`` translates the game's PDDL twice when it loads a game and twice again on
+every ``reset`` (a new ``PddlState`` each time); the translation is a pure function of the
+domain and problem text and is ~90 % of the cost of a reset (over a second for a kitchen). The
+cache wraps ``fast_downward.pddl2sas`` (the name TextWorld calls) once per process with a small
+thread-safe LRU: a new game is translated twice instead of four times and resetting the same
+game again translates nothing. Results are returned as the original makes them; TextWorld only
+reads them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["install_translation_cache"]
+__all__ = ["TEXTWORLD_LOCK", "install_translation_cache"]
+
+TEXTWORLD_LOCK = threading.RLock()
+"""Serialises TextWorld and Fast Downward's translator across the threads of a process."""
 
 
 def install_translation_cache(maxsize: int = 8) -> None:
