@@ -1,4 +1,5 @@
-"""ALFWorld game generation: determinism, splits, ALFRED's sampling rules, the file format."""
+"""ALFWorld game generation: determinism, splits, ALFWorld's task mix, ALFRED's sampling rules,
+ALFWorld's hand-coded expert as the judge of every game, the file format."""
 
 from __future__ import annotations
 
@@ -14,10 +15,18 @@ import pytest
 
 from arlarena_envs.alfworld.catalog import GeneratedGames
 from arlarena_envs.alfworld.generator import (
+    GENERATOR_VERSION,
     SPLIT_SIZES,
+    SPLIT_TASK_COUNTS,
     TASK_TYPES,
+    candidate_games,
+    checked_attempts,
+    expert_checked_attempt,
+    expert_solves,
     generated_game_path,
     sample_game,
+    split_task_types,
+    task_indices,
 )
 from arlarena_envs.alfworld.problem import game_data, mangle, write_game
 from arlarena_envs.alfworld.scenes import (
@@ -85,10 +94,55 @@ def test_in_distribution_eval_has_new_instances_of_seen_scenes():
         assert (train.scene, train.objects) != (evaluation.scene, evaluation.objects)
 
 
-def test_task_types_cycle_with_the_index_in_every_split():
+def test_each_split_has_alfworlds_task_mix():
+    alfworld = {  # ALFWorld (ICLR 2021), Table 1: pick, look, clean, heat, cool, pick-two
+        "train": (790, 308, 650, 459, 533, 813),
+        "eval_in_distribution": (35, 13, 27, 16, 25, 24),
+        "eval_out_of_distribution": (24, 18, 31, 23, 21, 17),
+    }
+    assert SPLIT_TASK_COUNTS == alfworld
+    games = GeneratedGames()
     for split in SPLITS:
-        counts = Counter(sample_game(split, i).task_type for i in range(60))
-        assert counts == Counter({t: 10 for t in TASK_TYPES}), split
+        types = split_task_types(split)
+        counts = Counter(types)
+        assert [counts[t] for t in TASK_TYPES] == list(alfworld[split]) == [
+            games.count(split, t) for t in TASK_TYPES]
+        assert len(types) == SPLIT_SIZES[split] == games.count(split)
+        for n in range(1, len(types) + 1, 7):  # every prefix keeps the proportions
+            prefix = Counter(types[:n])
+            for k, t in enumerate(TASK_TYPES):
+                assert abs(prefix[t] - n * alfworld[split][k] / len(types)) < 1, (split, n, t)
+        for t in TASK_TYPES:
+            assert [types[i] for i in task_indices(split, t)] == [t] * counts[t]
+    assert [sample_game("eval_in_distribution", i).task_type for i in range(12)] == list(
+        split_task_types("eval_in_distribution")[:12])
+
+
+def test_every_game_is_one_alfworlds_hand_coded_expert_solves():
+    checked = checked_attempts()
+    assert set(checked) == set(SPLITS), "data/handcoded_checked.json is missing or stale"
+    redrawn = [(split, index, attempt) for split in SPLITS
+               for index, attempt in sorted(checked[split].items())]
+    assert redrawn, "no game needed a second draw: suspicious over 3,827 games"
+    # Games the expert failed at first: it fails the first candidate, solves the one shipped.
+    for split, index, attempt in redrawn[:: max(1, len(redrawn) // 4)]:
+        first = next(candidate_games(split, index))
+        assert first.attempt < attempt and not expert_solves(first)
+        assert sample_game(split, index).attempt == attempt
+        assert expert_checked_attempt(split, index) == attempt
+    # Any other game: the shipped verdict is the expert's (one game per task type).
+    for task_type in TASK_TYPES:
+        split = SPLITS[TASK_TYPES.index(task_type) % 3]
+        index = next(i for i in task_indices(split, task_type) if i not in checked[split])
+        assert expert_checked_attempt(split, index) == sample_game(split, index).attempt
+
+
+def test_game_caches_are_versioned(tmp_path):
+    path = GeneratedGames(tmp_path).get("eval", 0).path
+    assert f"/generated/{GENERATOR_VERSION}/eval_in_distribution/" in str(path)
+    assert GENERATOR_VERSION != "v1"  # v1 games (uniform task mix, unchecked) are not reused
+    traj = json.loads((path.parent / "traj_data.json").read_text())
+    assert traj["arlarena"]["attempt"] == sample_game("eval_in_distribution", 0).attempt
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -97,7 +151,7 @@ def test_games_follow_alfreds_sampling_rules(split):
         spec = sample_game(split, index)
         scene = load_scene(spec.scene)
         by_id = {r.id: r for r in scene.receptacles}
-        assert spec.task_type == TASK_TYPES[index % 6]
+        assert spec.task_type == split_task_types(split)[index]
         assert room_of(spec.scene) in {"Kitchen", "LivingRoom", "Bedroom", "Bathroom"}
         assert len({o.id for o in spec.objects}) == len(spec.objects)
         assert spec.agent_location not in {r.location for r in scene.receptacles}
@@ -131,7 +185,7 @@ def test_games_follow_alfreds_sampling_rules(split):
 
 
 def test_game_file_is_alfworlds_format(tmp_path):
-    spec = sample_game("train", 3)  # a heat task
+    spec = sample_game("train", task_indices("train", "pick_heat_then_place_in_recep")[0])
     data = game_data(spec)
     assert set(data) == {"pddl_domain", "grammar", "pddl_problem", "solvable"}
     assert data["solvable"] is True
@@ -185,10 +239,13 @@ def test_generated_source_counts_and_filters(tmp_path):
     assert games.count("train") == 3553 and games.count("eval") == 140
     assert sum(games.count("eval_out_of_distribution", t) for t in TASK_TYPES) == 134
     ref = games.get("valid_unseen", 3, "pick_cool_then_place_in_recep")
-    assert ref.task_type == "pick_cool_then_place_in_recep" and ref.index == 4 + 6 * 3
+    assert ref.task_type == "pick_cool_then_place_in_recep"
+    assert ref.index == task_indices("eval_out_of_distribution", ref.task_type)[3]
     assert ref.split == "eval_out_of_distribution" and ref.path.is_file()
     assert canonical_split("eval") == "eval_in_distribution"
     for bad in (("nope", 0, None), ("train", 3553, None), ("train", -1, None),
-                ("train", 0, "cook_dinner")):
+                ("train", 0, "cook_dinner"), ("valid_unseen", 18, "look_at_obj_in_light")):
         with pytest.raises(ValueError):
             games.get(*bad)
+    with pytest.raises(ValueError):
+        sample_game("eval_out_of_distribution", 134)

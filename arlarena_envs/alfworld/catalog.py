@@ -19,6 +19,8 @@ from arlarena_envs.alfworld.generator import (
     SPLIT_SIZES,
     TASK_TYPES,
     generated_game_path,
+    split_task_types,
+    task_indices,
 )
 from arlarena_envs.alfworld.resources import alfworld_data_dir, cache_dir
 from arlarena_envs.alfworld.scenes import canonical_split
@@ -57,7 +59,7 @@ def _check_index(index: int, count: int, split: str) -> None:
 
 
 class GeneratedGames:
-    """ARLArena's generated games: ``SPLIT_SIZES[split]`` per split, task type ``index % 6``.
+    """ARLArena's generated games: ``SPLIT_SIZES[split]`` per split, ALFWorld's task mix.
 
     Args:
         root: cache root; games go to ``<root>/generated/<GENERATOR_VERSION>/<split>/...``.
@@ -70,20 +72,17 @@ class GeneratedGames:
 
     def count(self, split: str, task_type: str | None = None) -> int:
         """Number of games of ``split`` (of ``task_type`` only, if given)."""
-        size = SPLIT_SIZES[_check(split, task_type)]
-        if task_type is None:
-            return size
-        position = TASK_TYPES.index(task_type)
-        return len(range(position, size, len(TASK_TYPES)))
+        split = _check(split, task_type)
+        return SPLIT_SIZES[split] if task_type is None else len(task_indices(split, task_type))
 
     def get(self, split: str, index: int, task_type: str | None = None) -> GameRef:
         """The ``index``-th game (of ``task_type``), generated into the cache if missing."""
         _check_index(index, self.count(split, task_type), split)
         split = canonical_split(split)
-        game = index if task_type is None else TASK_TYPES.index(task_type) + len(TASK_TYPES) * index
+        game = index if task_type is None else task_indices(split, task_type)[index]
         base = self.root / "generated" / GENERATOR_VERSION / split
         path = generated_game_path(split, game, base)
-        return GameRef(path, TASK_TYPES[game % len(TASK_TYPES)], split, game)
+        return GameRef(path, split_task_types(split)[game], split, game)
 
 
 class ALFWorldDataGames:

@@ -1,20 +1,40 @@
 """Generate ALFWorld games offline, reproducibly, from the scenes and goals ``alfworld`` ships.
 
-Holds :data:`TASK_TYPES` (ALFWorld's six, in its order), :data:`GENERATOR_VERSION`,
-:func:`sample_game` (split + index → :class:`~arlarena_envs.alfworld.problem.GameSpec`) and
-:func:`generated_game_path` (the game file in the cache, written on first use).
+Holds :data:`TASK_TYPES` (ALFWorld's six, in its order), :data:`SPLIT_TASK_COUNTS`,
+:data:`SPLIT_SIZES`, :data:`GENERATOR_VERSION`, :func:`split_task_types`, :func:`task_indices`,
+:func:`candidate_game` (one sampling attempt), :func:`candidate_games`, :func:`sample_game`
+(split + index → the :class:`~arlarena_envs.alfworld.problem.GameSpec` of the game), the expert
+check
+(:func:`handcoded_seed`, :func:`expert_solves`, :func:`expert_checked_attempt`,
+:func:`checked_attempts`) and :func:`generated_game_path` (the game file in the cache, written
+on first use).
 
 A game is a real ALFRED floor plan (its receptacles and the object types of the room), objects
 placed where ALFRED allows them (``VAL_RECEPTACLE_OBJECTS``; closed cabinets, drawers and fridges
-included) and one goal drawn with ALFRED's sampling rules, so every game is solvable by
-construction: the target object exists and can be picked up, the parent receptacle type exists
-and may hold it, the appliance of clean/heat/cool exists, a look task has a lamp that is off, and
-the goal does not hold at the start. Task types cycle with the index (index % 6), so any run of
-six consecutive indices covers every type once.
+included) and one goal drawn with ALFRED's sampling rules: the target object exists and can be
+picked up, the parent receptacle type exists and may hold it, the appliance of clean/heat/cool
+exists, a look task has a lamp that is off, and the goal does not hold at the start.
+
+**Task mix.** Each split has exactly ALFWorld's games per task type (:data:`SPLIT_TASK_COUNTS`:
+train 790/308/650/459/533/813, valid_seen 35/13/27/16/25/24, valid_unseen 24/18/31/23/21/17
+for pick, look, clean, heat, cool, pick-two; ALFWorld's paper, Table 1), interleaved so that
+every prefix of a split keeps those proportions to within one game per type.
+
+**Checked by ALFWorld's expert.** As ALFWorld keeps only the games its hand-coded expert
+solves, a sampling attempt becomes the game only if ``HandCodedTWAgent`` wins it
+(:mod:`arlarena_envs.alfworld.handcoded`, seeded per attempt); otherwise the next attempt is
+drawn. The verdicts are a pure function of the generator version, so they ship precomputed
+(``data/handcoded_checked.json``, written by ``python bench/alfworld.py --write-checked``) and
+are recomputed on the fly where that file does not cover a game.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterator
+from functools import cache, lru_cache
 from pathlib import Path
 
 from arlarena_envs.alfworld.problem import GameSpec, PlacedObject, game_dir_name, write_game
@@ -34,13 +54,22 @@ from arlarena_envs.alfworld.seeding import KeyedRandom
 __all__ = [
     "GENERATOR_VERSION",
     "SPLIT_SIZES",
+    "SPLIT_TASK_COUNTS",
     "TASK_TYPES",
     "GameGenerationError",
+    "candidate_game",
+    "candidate_games",
+    "checked_attempts",
+    "expert_checked_attempt",
+    "expert_solves",
     "generated_game_path",
+    "handcoded_seed",
     "sample_game",
+    "split_task_types",
+    "task_indices",
 ]
 
-GENERATOR_VERSION = "v1"
+GENERATOR_VERSION = "v2"
 """Part of every game's random key and cache path: bump it when generation changes."""
 
 TASK_TYPES: tuple[str, ...] = (
@@ -53,12 +82,18 @@ TASK_TYPES: tuple[str, ...] = (
 )
 """ALFWorld's task types 1–6 (``alfred_tw_env.TASK_TYPES``)."""
 
-SPLIT_SIZES: dict[str, int] = {
-    "train": 3553,
-    "eval_in_distribution": 140,
-    "eval_out_of_distribution": 134,
+SPLIT_TASK_COUNTS: dict[str, tuple[int, ...]] = {
+    "train": (790, 308, 650, 459, 533, 813),
+    "eval_in_distribution": (35, 13, 27, 16, 25, 24),
+    "eval_out_of_distribution": (24, 18, 31, 23, 21, 17),
 }
-"""Games per split: the sizes of ALFWorld's train / valid_seen / valid_unseen sets."""
+"""Games per task type (in :data:`TASK_TYPES` order) of ALFWorld's train / valid_seen /
+valid_unseen sets (Shridhar et al., ICLR 2021, Table 1)."""
+
+SPLIT_SIZES: dict[str, int] = {split: sum(counts) for split, counts in SPLIT_TASK_COUNTS.items()}
+"""Games per split: 3,553 / 140 / 134, as ALFWorld's."""
+
+_CHECKED_FILE = Path(__file__).with_name("data") / "handcoded_checked.json"
 
 # The appliance (receptacle type) a task type needs, and the affordance of its object.
 _APPLIANCE = {
@@ -123,9 +158,41 @@ def _agent_start(rng: KeyedRandom, scene: Scene) -> str:
     return location_id(x, z, 90 * rng.below(4), 30)
 
 
-def _try_sample(split: str, index: int, task_type: str, attempt: int) -> GameSpec | None:
+@cache
+def split_task_types(split: str) -> tuple[str, ...]:
+    """The task type of every game of ``split``, by index: :data:`SPLIT_TASK_COUNTS` exactly,
+    each next game going to the type furthest behind its share."""
+    counts = SPLIT_TASK_COUNTS[split]
+    total = sum(counts)
+    assigned = [0] * len(counts)
+    order = []
+    for i in range(total):
+        k = max(range(len(counts)), key=lambda k: (counts[k] * (i + 1) - assigned[k] * total, -k))
+        assigned[k] += 1
+        order.append(TASK_TYPES[k])
+    return tuple(order)
+
+
+@cache
+def task_indices(split: str, task_type: str) -> tuple[int, ...]:
+    """The indices of ``split``'s games of ``task_type``, in order."""
+    return tuple(i for i, t in enumerate(split_task_types(split)) if t == task_type)
+
+
+def _check_index(split: str, index: int) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+    if not 0 <= index < SPLIT_SIZES[split]:
+        raise ValueError(f"game index {index} out of range for {split} ({SPLIT_SIZES[split]})")
+
+
+def candidate_game(split: str, index: int, attempt: int) -> GameSpec | None:
+    """Sampling attempt ``attempt`` of game ``index`` (``None`` if the scene drawn cannot host
+    the task); ALFRED's sampling rules hold for every candidate."""
     import alfworld.gen.goal_library as goal_library
 
+    _check_index(split, index)
+    task_type = split_task_types(split)[index]
     rng = KeyedRandom("arlarena-alfworld-game", GENERATOR_VERSION, split, index, attempt)
     scenes = [n for n in SPLIT_SCENES[split] if _scene_fits(load_scene(n), task_type)]
     if not scenes:
@@ -177,27 +244,77 @@ def _try_sample(split: str, index: int, task_type: str, attempt: int) -> GameSpe
         objects=tuple(sorted(objects, key=lambda o: o.id)),
         agent_location=_agent_start(rng, scene),
         trial=f"trial_arlarena_{GENERATOR_VERSION}_{split}_{index:05d}",
+        attempt=attempt,
     )
 
 
+def handcoded_seed(spec: GameSpec) -> int:
+    """The seed of the hand-coded expert's random draws when it checks ``spec``."""
+    key = "\x1f".join(map(str, ("arlarena-alfworld-handcoded", GENERATOR_VERSION, spec.split,
+                                 spec.index, spec.attempt)))
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
+@cache
+def checked_attempts() -> dict[str, dict[int, int]]:
+    """The shipped expert verdicts, if they are this generator version's: split → {index:
+    attempt} for the games whose first candidate the expert failed (any other game of a
+    listed split is its first candidate)."""
+    if not _CHECKED_FILE.is_file():
+        return {}
+    data = json.loads(_CHECKED_FILE.read_text(encoding="utf-8"))
+    if data.get("generator_version") != GENERATOR_VERSION:
+        return {}
+    return {split: {int(i): a for i, a in attempts.items()}
+            for split, attempts in data["splits"].items()}
+
+
+def candidate_games(split: str, index: int, start: int = 0) -> Iterator[GameSpec]:
+    """The candidates of game ``index`` from attempt ``start`` on (attempts that fail to
+    sample are skipped)."""
+    for attempt in range(start, _MAX_ATTEMPTS):
+        spec = candidate_game(split, index, attempt)
+        if spec is not None:
+            yield spec
+
+
+def expert_solves(spec: GameSpec) -> bool:
+    """Whether ALFWorld's hand-coded expert wins the game of ``spec`` (played on the native
+    engine, in a temporary folder)."""
+    from arlarena_envs.alfworld.handcoded import play_handcoded
+
+    with tempfile.TemporaryDirectory(prefix="arlarena-alfworld-check-") as tmp:
+        return play_handcoded(write_game(spec, Path(tmp)), seed=handcoded_seed(spec)).won
+
+
+def expert_checked_attempt(split: str, index: int) -> int:
+    """The first sampling attempt of game ``index`` that ALFWorld's expert solves (computed,
+    not read from the shipped verdicts)."""
+    for spec in candidate_games(split, index):
+        if expert_solves(spec):
+            return spec.attempt
+    task_type = split_task_types(split)[index]
+    raise GameGenerationError(f"no {task_type} game for {split}[{index}] that the expert solves")
+
+
+@lru_cache(maxsize=8192)
 def sample_game(split: str, index: int) -> GameSpec:
-    """The game ``index`` of ``split`` (task type ``TASK_TYPES[index % 6]``), the same everywhere.
+    """The game ``index`` of ``split`` (task type ``split_task_types(split)[index]``), the same
+    everywhere: the first sampling attempt that ALFWorld's hand-coded expert solves.
 
     Example:
         >>> spec = sample_game("eval_out_of_distribution", 0)
         >>> spec.task_type, spec.scene in (10, 219, 308, 424)
-        ('pick_and_place_simple', True)
+        ('pick_clean_then_place_in_recep', True)
     """
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
-    if index < 0:
-        raise ValueError(f"game index must be >= 0, got {index}")
-    task_type = TASK_TYPES[index % len(TASK_TYPES)]
-    for attempt in range(_MAX_ATTEMPTS):
-        spec = _try_sample(split, index, task_type, attempt)
-        if spec is not None:
-            return spec
-    raise GameGenerationError(f"no valid {task_type} game for {split}[{index}]")
+    _check_index(split, index)
+    checked = checked_attempts().get(split)
+    start = checked.get(index, 0) if checked is not None else expert_checked_attempt(split, index)
+    spec = next(candidate_games(split, index, start), None)
+    if spec is None:
+        task_type = split_task_types(split)[index]
+        raise GameGenerationError(f"no valid {task_type} game for {split}[{index}]")
+    return spec
 
 
 def generated_game_path(split: str, index: int, root: Path | None = None) -> Path:

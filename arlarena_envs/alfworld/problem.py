@@ -74,7 +74,8 @@ class GameSpec:
 
     ``parent_target`` is the receptacle type of placing tasks and ``toggle_target`` the lamp
     type of ``look_at_obj_in_light`` (each is ``""`` where unused), as in ALFRED's
-    ``pddl_params``; ``sentence`` is the task line without ``Your task is to:``.
+    ``pddl_params``; ``sentence`` is the task line without ``Your task is to:``; ``attempt`` is
+    the sampling attempt the game came from.
     """
 
     split: str
@@ -88,6 +89,7 @@ class GameSpec:
     objects: tuple[PlacedObject, ...]
     agent_location: str
     trial: str
+    attempt: int = 0
 
     @property
     def scene_data(self) -> Scene:
@@ -185,7 +187,8 @@ def traj_data(spec: GameSpec) -> dict[str, Any]:
         },
         "scene": {"floor_plan": f"FloorPlan{spec.scene}", "scene_num": spec.scene},
         "turk_annotations": {"anns": [{"task_desc": spec.sentence}]},
-        "arlarena": {"split": spec.split, "index": spec.index, "generated": True},
+        "arlarena": {"split": spec.split, "index": spec.index, "attempt": spec.attempt,
+                     "generated": True},
     }
 
 
