@@ -364,6 +364,16 @@ def _enumerate(slot: int, values: tuple[int, ...]) -> Callable[[_Step], _Step]:
     return make
 
 
+def _record(terms: tuple[int, ...]) -> _Step:
+    def record(store: FactStore, env: list[int], out: dict) -> None:
+        out[tuple(env[t] if t >= 0 else ~t for t in terms)] = None
+    return record
+
+
+def _nothing(store: FactStore, env: list[int], out: dict) -> None:
+    """A part that can never be satisfied (a static literal that is false)."""
+
+
 def _collect(s_index: int, n_params: int, d_index: int) -> _Step:
     def emit(store: FactStore, env: list[int], out: dict) -> None:
         key = (s_index, tuple(env[:n_params]))
@@ -424,6 +434,7 @@ class Task:
             (plan, len(conjunct.slot_types)) for conjunct in self.goal
             if (plan := planner.compile(conjunct, (), _stop)) is not None
         ]
+        producers = self._producers(planner)
         static_store = FactStore(
             {p: specs for p, specs in self._index_specs.items() if p in self.static})
         for pred, facts in self.initial_sets.items():
@@ -432,6 +443,16 @@ class Task:
                     static_store.add(pred, args)
         self.static_store.sets, self.static_store.indexes = static_store.sets, static_store.indexes
         self.fluent_specs = {p: s for p, s in self._index_specs.items() if p not in self.static}
+        self.producible: dict[str, set[Args]] = {}
+        for pred, producer_plans in producers:
+            found = self.producible.setdefault(pred, set(self.initial_sets.get(pred, ())))
+            for parts in producer_plans:
+                out: dict[Args, None] = {}
+                if all(self._satisfiable(plan, n) for plan, n, lists in parts if not lists):
+                    for plan, n_slots, lists in parts:
+                        if lists:
+                            plan(FactStore({}), [-1] * n_slots, out)
+                found.update(out)
         self._effect_shapes = [
             [self._effect_shape(schema, conjunct) for conjunct in schema.disjuncts]
             for schema in self.schemas
@@ -503,33 +524,123 @@ class Task:
             specs.append(positions)
         return specs.index(positions)
 
-    def _effect_shape(self, schema: CompiledSchema, conjunct: Conjunct) -> tuple[list, list]:
-        """The term pairs whose equality, and the static conditions whose truth, decide an
-        operator's reported effects (see :meth:`effect_key`)."""
+    def _producers(self, planner: _Planner) -> list[tuple[str, list[tuple[_Step, int, bool]]]]:
+        """Plans listing, per predicate that an effect deletes without its precondition
+        requiring the atom (or that an effect condition tests), the atoms some add effect can
+        make true as far as the static facts tell: Fast Downward drops a delete (or a
+        condition) on an atom its reachability analysis rules out, and TextWorld then never
+        sees it. (Its analysis also follows fluent preconditions; for ALFWorld's domain the
+        static one rules out the same atoms.)"""
+        wanted = set()
+        for schema in self.schemas:
+            for effect in schema.effects:
+                wanted |= {lit.predicate for lit in effect.conditions
+                           if lit.predicate not in self.static}
+                guarded = all(
+                    any(lit.positive and lit.predicate == effect.predicate
+                        and lit.terms == effect.terms for lit in conjunct.literals)
+                    for conjunct in schema.disjuncts)
+                if effect.negated and not guarded:
+                    wanted.add(effect.predicate)
+        producers = []
+        for pred in sorted(wanted):
+            plans = []
+            for schema in self.schemas:
+                for effect in schema.effects:
+                    if effect.negated or effect.predicate != pred:
+                        continue
+                    for conjunct in schema.disjuncts:
+                        literals = [lit for lit in (*conjunct.literals, *effect.conditions)
+                                    if lit.predicate in self.static]
+                        plans.append(self._projection(planner, literals, conjunct, effect.terms))
+            producers.append((pred, plans))
+        return producers
+
+    def _projection(
+        self, planner: _Planner, literals: list[Literal], conjunct: Conjunct, terms: tuple
+    ) -> list[tuple[_Step, int, bool]]:
+        """Plans that together list the values of ``terms`` satisfying ``literals``: one per
+        connected part of the literals (a part without any of the terms' slots only has to
+        be satisfiable, not enumerated). ``(plan, slots, lists_terms)``; a ``None`` plan
+        would mean impossible, given as a part that never succeeds."""
+        needed = {t for t in terms if t >= 0}
+        parent: dict[int, int] = {}
+
+        def find(x: int) -> int:
+            while parent.setdefault(x, x) != x:
+                x = parent[x]
+            return x
+
+        items = [(lit, {t for t in lit.terms if t >= 0}) for lit in literals]
+        items += [(eq, {t for t in eq[:2] if t >= 0}) for eq in conjunct.equalities]
+        for _, slots in items:
+            for a, b in itertools.pairwise(sorted(slots)):
+                parent[find(a)] = find(b)
+        main_roots = {find(t) for t in needed}
+        parts: dict[int | None, list] = {}
+        for item, slots in items:
+            root = find(min(slots)) if slots else None
+            parts.setdefault(None if root in main_roots else root, []).append(item)
+        plans = []
+        n_slots = len(conjunct.slot_types)
+        for root, part in parts.items():
+            lits = tuple(i for i in part if isinstance(i, Literal))
+            eqs = tuple(i for i in part if not isinstance(i, Literal))
+            sub = Conjunct(lits, eqs, conjunct.slot_types)
+            lists = root is None
+            plan = planner.compile(sub, needed if lists else (),
+                                   _record(terms) if lists else _stop)
+            plans.append((plan or _nothing, n_slots, lists))
+        if None not in parts:
+            plans.append((planner.compile(Conjunct((), (), conjunct.slot_types), needed,
+                                          _record(terms)), n_slots, True))
+        return plans
+
+    @staticmethod
+    def _satisfiable(plan: _Step, n_slots: int) -> bool:
+        try:
+            plan(FactStore({}), [-1] * n_slots, {})
+        except _Found:
+            return True
+        return False
+
+    def reachable(self, pred: str, args: Args) -> bool:
+        """Whether Fast Downward would keep the atom as a fact its operators may change."""
+        found = self.producible.get(pred)
+        return found is None or args in found
+
+    def _effect_shape(self, schema: CompiledSchema, conjunct: Conjunct) -> tuple[list, list, list]:
+        """The term pairs whose equality, the static conditions whose truth and the atoms whose
+        reachability decide an operator's reported effects (see :meth:`effect_key`)."""
         atoms = [(lit.predicate, lit.terms) for lit in conjunct.literals
                  if lit.predicate not in self.static]
-        statics = []
+        statics, reach = [], []
         for effect in schema.effects:
             atoms.append((effect.predicate, effect.terms))
+            if effect.negated and effect.predicate in self.producible:
+                reach.append((effect.predicate, effect.terms))
             for lit in effect.conditions:
                 if lit.predicate in self.static:
                     statics.append((lit.predicate, lit.terms))
                 else:
                     atoms.append((lit.predicate, lit.terms))
+                    if lit.predicate in self.producible:
+                        reach.append((lit.predicate, lit.terms))
         pairs = [(a[1], b[1]) for a, b in itertools.combinations(atoms, 2)
                  if a[0] == b[0] and a[1] != b[1]]
-        return pairs, statics
+        return pairs, statics, reach
 
     def effect_key(self, ground: Ground) -> tuple:
         """A key equal for operators of one schema and disjunct whose :meth:`reported_effects`
         are the same up to their arguments (which atoms coincide, which static conditions
         hold): :meth:`symbolic_effects` can be shared between them."""
         s_index, _, d_index, env = ground
-        pairs, statics = self._effect_shapes[s_index][d_index]
+        pairs, statics, reach = self._effect_shapes[s_index][d_index]
         return (
             s_index, d_index,
             tuple(_ground(a, env) == _ground(b, env) for a, b in pairs),
             tuple(self.initial_holds(p, _ground(t, env)) for p, t in statics),
+            tuple(self.reachable(p, _ground(t, env)) for p, t in reach),
         )
 
     def symbolic_effects(self, ground: Ground) -> tuple[tuple[int, bool], ...]:
@@ -594,12 +705,17 @@ class Task:
             conditions = []
             for lit in effect.conditions:
                 args = _ground(lit.terms, env)
-                if lit.predicate not in self.static:
+                if lit.predicate in self.static:
+                    if self.initial_holds(lit.predicate, args) != lit.positive:
+                        break
+                elif self.reachable(lit.predicate, args):
                     conditions.append(((lit.predicate, args), lit.positive))
-                elif self.initial_holds(lit.predicate, args) != lit.positive:
+                elif lit.positive:  # a condition that can never hold
                     break
             else:
                 atom = (effect.predicate, _ground(effect.terms, env))
+                if effect.negated and pre.get(atom) is not True and not self.reachable(*atom):
+                    continue  # deleting what can never be true: not a fluent fact
                 (dels if effect.negated else adds).append((tuple(conditions), atom))
         dels = [d for d in dels if d not in adds]
         by_atom: dict[GroundAtom, dict[bool, list[tuple]]] = {}
