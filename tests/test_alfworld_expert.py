@@ -49,7 +49,7 @@ def _textworld_plan(gamefile: str) -> list[str]:
     return plan
 
 
-@pytest.mark.parametrize("index", [2, 7])  # small OOD rooms: TextWorld's full replan is quick
+@pytest.mark.parametrize("index", [0, 7])  # small OOD rooms: TextWorld's full replan is quick
 def test_expert_plans_are_as_short_as_textworlds_own(env, index):
     _, info = env.reset(options={"split": OOD, "index": index})
     reference = _textworld_plan(info["gamefile"])
@@ -58,14 +58,14 @@ def test_expert_plans_are_as_short_as_textworlds_own(env, index):
 
 
 def test_expert_recovers_after_a_detour_holding_something_else(env):
-    _, info = env.reset(options={"split": OOD, "index": 5})  # two candles into a cabinet
-    assert info["task"].startswith("find two candle")
+    _, info = env.reset(options={"split": OOD, "index": 12})  # two hand towels, a garbage can
+    assert info["task"].startswith("find two handtowel")
     env.expert_action()
     held = None
     for go in [a for a in info["admissible_actions"] if a.startswith("go to")]:
         _, _, _, _, info = env.step(go)
         take = next((a for a in info["admissible_actions"]
-                     if a.startswith("take ") and "candle" not in a), None)
+                     if a.startswith("take ") and "handtowel" not in a), None)
         if take:
             _, _, _, _, info = env.step(take)
             held = take.split()[1:3]
@@ -82,6 +82,6 @@ def test_expert_recovers_after_a_detour_holding_something_else(env):
 @pytest.mark.slow
 def test_random_admissible_agent_rarely_wins(env):
     results = [play(env, random_admissible_policy(seed), options={"split": OOD, "index": i})
-               for seed, i in enumerate((2, 5, 6, 7, 8, 13))]
+               for seed, i in enumerate((0, 1, 7, 10, 11, 12))]
     assert all(r.steps == 50 or r.won for r in results)
     assert sum(r.won for r in results) <= 2
