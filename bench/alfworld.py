@@ -255,10 +255,24 @@ def _write_record(record: str, random_steps: int, results: list[dict]) -> int:
     return len(games)
 
 
+def _recorded(record: str | None, random_steps: int) -> list[dict]:
+    """The games an earlier (interrupted) soak already recorded to ``record``, if compatible."""
+    if not record or not Path(record).is_file():
+        return []
+    with gzip.open(record, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    if (data["generator_version"], data["random_steps"]) != (GENERATOR_VERSION, random_steps):
+        return []
+    return [{**g, "mismatch": None, "steps": len(g["choices"])} for g in data["games"]]
+
+
 def bench_soak(games: int, workers: int, cache: str, random_steps: int, record: str | None) -> None:
     start = time.perf_counter()
-    jobs = [(s, i, cache, random_steps) for s, i in _soak_games(games)]
-    results: list[dict] = []
+    results = _recorded(record, random_steps)
+    done = {(r["split"], r["index"]) for r in results}
+    jobs = [(s, i, cache, random_steps) for s, i in _soak_games(games) if (s, i) not in done]
+    if results:
+        print(f"resuming: {len(results)} games already recorded in {record}")
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for result in pool.map(_soak_game, jobs, chunksize=2):
             results.append(result)

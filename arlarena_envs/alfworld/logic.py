@@ -457,6 +457,10 @@ class Task:
             [self._effect_shape(schema, conjunct) for conjunct in schema.disjuncts]
             for schema in self.schemas
         ]
+        self.always_changes = [
+            [self._always_changes(schema, conjunct) for conjunct in schema.disjuncts]
+            for schema in self.schemas
+        ]
 
     # -- compile-time helpers ----------------------------------------------------------------
     def _id(self, name: str) -> int:
@@ -626,9 +630,17 @@ class Task:
                     atoms.append((lit.predicate, lit.terms))
                     if lit.predicate in self.producible:
                         reach.append((lit.predicate, lit.terms))
-        pairs = [(a[1], b[1]) for a, b in itertools.combinations(atoms, 2)
-                 if a[0] == b[0] and a[1] != b[1]]
-        return pairs, statics, reach
+        pairs = [tuple((x, y) for x, y in zip(a[1], b[1], strict=True) if x != y)
+                 for a, b in itertools.combinations(atoms, 2)
+                 if a[0] == b[0] and len(a[1]) == len(b[1]) and a[1] != b[1]]
+        return sorted(set(pairs)), statics, reach
+
+    def _always_changes(self, schema: CompiledSchema, conjunct: Conjunct) -> bool:
+        """Whether every operator of the schema and disjunct has an unconditional add effect
+        that its precondition cannot already make true (so it is never a dropped no-op)."""
+        required = {lit.predicate for lit in conjunct.literals if lit.positive}
+        return any(not e.negated and not e.conditions and e.predicate not in required
+                   for e in schema.effects)
 
     def effect_key(self, ground: Ground) -> tuple:
         """A key equal for operators of one schema and disjunct whose :meth:`reported_effects`
@@ -638,7 +650,8 @@ class Task:
         pairs, statics, reach = self._effect_shapes[s_index][d_index]
         return (
             s_index, d_index,
-            tuple(_ground(a, env) == _ground(b, env) for a, b in pairs),
+            tuple(all((env[x] if x >= 0 else ~x) == (env[y] if y >= 0 else ~y) for x, y in diff)
+                  for diff in pairs),
             tuple(self.initial_holds(p, _ground(t, env)) for p, t in statics),
             tuple(self.reachable(p, _ground(t, env)) for p, t in reach),
         )

@@ -317,7 +317,7 @@ class NativeEngine:
         game = self._require()
         positions = game.command_keys[ground[0]]
         if positions is not None:
-            key = (ground[0], tuple(ground[1][i] for i in positions))
+            key = (ground[0], *(ground[1][i] for i in positions))
             text = self._command_memo.get(key)
             if text is not None:
                 return text
@@ -333,8 +333,9 @@ class NativeEngine:
         game = self._require()
         assert self._store is not None
         commands: dict[str, Ground] = {}
+        always = game.task.always_changes
         for ground in game.task.candidates(self._store):
-            if self._reported(ground):
+            if always[ground[0]][ground[2]] or self._reported(ground):
                 commands.setdefault(self._command(ground), ground)
         self._commands = commands
         return Turn(feedback, tuple(sorted(commands)), game.task.goal_holds(self._store))
