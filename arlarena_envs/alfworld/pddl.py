@@ -119,6 +119,7 @@ class Problem:
 Sexp = str | list
 
 
+_KEYWORDS = frozenset({"and", "or", "not", "exists", "forall", "imply", "either", "when", "="})
 _COMMENT = re.compile(r";[^\n]*")
 _TOKEN = re.compile(r"[()]|\?[^\s()?]*|[^\s()?]+")
 
@@ -173,14 +174,22 @@ def _typed(items: list[Sexp]) -> tuple[tuple[str, str], ...]:
     return tuple(out + [(name, ROOT_TYPE) for name in pending])
 
 
-def _formula(node: Sexp) -> Formula:
+def _conjunction(node: Sexp, read, what: str) -> tuple[Formula | None, str, list[Sexp]]:
+    """``()`` and ``(and ...)`` read with ``read``; else ``(None, head, rest)`` to go on."""
     if isinstance(node, str):
-        raise PddlError(f"expected a formula, got {node!r}")
+        raise PddlError(f"expected {what}, got {node!r}")
     if not node:
-        return And(())
+        return And(()), "", []
     head, *rest = node
     if head == "and":
-        return And(tuple(_formula(part) for part in rest))
+        return And(tuple(read(part) for part in rest)), "", []
+    return None, head, rest
+
+
+def _formula(node: Sexp) -> Formula:
+    done, head, rest = _conjunction(node, _formula, "a formula")
+    if done is not None:
+        return done
     if head == "or":
         return Or(tuple(_formula(part) for part in rest))
     if head == "not":
@@ -203,13 +212,9 @@ def _formula(node: Sexp) -> Formula:
 
 
 def _effect(node: Sexp) -> Formula:
-    if isinstance(node, str):
-        raise PddlError(f"expected an effect, got {node!r}")
-    if not node:
-        return And(())
-    head, *rest = node
-    if head == "and":
-        return And(tuple(_effect(part) for part in rest))
+    done, head, rest = _conjunction(node, _effect, "an effect")
+    if done is not None:
+        return done
     if head in ("increase", "decrease", "assign"):
         return And(())  # action costs: a planner's business
     if head == "when":
@@ -296,10 +301,10 @@ def parse_problem(text: str) -> Problem:
             for fact in part[1:]:
                 if isinstance(fact, list) and fact and fact[0] == "=":
                     continue  # function values (costs)
-                atom = _formula(fact)
-                if not isinstance(atom, Atom) or any(t.startswith("?") for t in atom.terms):
+                if (not isinstance(fact, list) or not fact or fact[0] in _KEYWORDS
+                        or not all(isinstance(t, str) and t[0] != "?" for t in fact)):
                     raise PddlError(f"an initial fact must be a ground atom: {fact!r}")
-                init.append(atom)
+                init.append(Atom(fact[0], tuple(fact[1:])))
         elif key == ":goal":
             if len(part) != 2:
                 raise PddlError("malformed (:goal ...)")
