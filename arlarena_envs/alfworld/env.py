@@ -211,10 +211,6 @@ class ALFWorldEnv(TextEnv):
         self._game, self._game_source, self._started = game, source, True
         self._set_turn(turn)
         self._task = self._obs.rpartition(_TASK_PREFIX)[2].strip()
-        if self._planner is None or self._planner_game != game.path:
-            data = json.loads(Path(game.path).read_text(encoding="utf-8"))
-            self._planner = RelevantPlanner(data["pddl_domain"], data["pddl_problem"])
-            self._planner_game = game.path
         self._plan = None
         return self._obs, self._info()
 
@@ -262,8 +258,13 @@ class ALFWorldEnv(TextEnv):
         sorted order, so both engines get the same plan; the plan is cached and recomputed when
         the episode leaves it. Returns ``None`` once the task is done (or if no plan exists).
         """
-        if not self._started or self._won or self._planner is None:
+        if not self._started or self._won:
             return None
+        path = self.game.path
+        if self._planner is None or self._planner_game != path:  # built on first use
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            self._planner = RelevantPlanner(data["pddl_domain"], data["pddl_problem"])
+            self._planner_game = path
         engine = self._engine()
         for _ in range(2):
             if self._plan is None:

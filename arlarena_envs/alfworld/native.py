@@ -21,7 +21,6 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from arlarena_envs.alfworld.logic import FactStore, Ground, Task
@@ -77,11 +76,6 @@ def display_names(ids: Sequence[str]) -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=8)
-def _domain(text: str):
-    return parse_domain(text)
-
-
 class NativeGame:
     """A game file compiled for the native engine (immutable once built).
 
@@ -90,7 +84,7 @@ class NativeGame:
     """
 
     def __init__(self, data: dict) -> None:
-        self.task = Task(_domain(data["pddl_domain"]), parse_problem(data["pddl_problem"]))
+        self.task = Task(parse_domain(data["pddl_domain"]), parse_problem(data["pddl_problem"]))
         self.grammar: Grammar = parse_grammar(data["grammar"])
         task = self.task
         missing = [s.name for s in task.schemas if s.name not in self.grammar.actions]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "And",
@@ -263,8 +264,9 @@ def _schema(part: list[Sexp]) -> Schema:
     )
 
 
+@lru_cache(maxsize=8)
 def parse_domain(text: str) -> Domain:
-    """Read a ``(define (domain ...))`` text."""
+    """Read a ``(define (domain ...))`` text (cached: every game carries the same domain)."""
     name, parts = _section(_read(text), "domain")
     types: dict[str, str] = {}
     predicates: dict[str, int] = {}

@@ -68,7 +68,7 @@ class RelevantPlanner:
         }
         self.constants = sorted(
             (name.lower(), kind)
-            for name, kind in re.findall(r"(\S+) - (otype|rtype)\b", problem)
+            for name, kind in re.findall(r"^\s*(\S+) - (otype|rtype)\b", problem, re.MULTILINE)
         )
         self.predicates = frozenset(parse_domain(domain).predicates)
         self._lib: Any = None
