@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arlarena_envs.alfworld.engines import make_engine
+from arlarena_envs.alfworld.engines import Engine, make_engine
 from arlarena_envs.alfworld.native import Turn
 from arlarena_envs.alfworld.planner import RelevantPlanner
 
@@ -53,14 +53,21 @@ def _chain(turns: list[Turn]) -> str:
 
 
 def compare_engines(
-    path: str | Path, key: str, max_random_steps: int = 15, max_steps: int = 60
+    path: str | Path,
+    key: str,
+    max_random_steps: int = 15,
+    max_steps: int = 60,
+    engines: dict[str, Engine] | None = None,
 ) -> Comparison:
     """Play ``path`` on TextWorld and natively: ``0..max_random_steps`` random admissible
     commands (``help`` included; the count and the draws seeded by ``key``), then the planner
-    expert's plan; every turn and the proposition lists compared."""
+    expert's plan; every turn and the proposition lists compared. ``engines`` (``textworld``
+    and ``native``) may be reused from game to game; by default new ones are made and closed."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     planner = RelevantPlanner(data["pddl_domain"], data["pddl_problem"])
-    engines = {name: make_engine(name) for name in ("textworld", "native")}
+    own = engines is None
+    if engines is None:
+        engines = {name: make_engine(name) for name in ("textworld", "native")}
     try:
         turns = {}
         for name, engine in engines.items():
@@ -94,8 +101,9 @@ def compare_engines(
         result.digest = _chain(recorded)
         return result
     finally:
-        for engine in engines.values():
-            engine.close()
+        if own:
+            for engine in engines.values():
+                engine.close()
 
 
 def replay_digest(engine_name: str, path: str | Path, choices: list[int]) -> tuple[str, list[Turn]]:
