@@ -77,12 +77,11 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _spread(n: int) -> list[tuple[str, int]]:
-    """``n`` games spread over the splits in proportion to their sizes (at least one each)."""
-    total = sum(SPLIT_SIZES.values())
+    """``n // 3`` games of each split, evenly spaced over it (so every task type shows)."""
     games = []
     for split in SPLITS:
         size = SPLIT_SIZES[split]
-        take = min(size, max(1, round(n * size / total)))
+        take = min(size, max(1, n // len(SPLITS)))
         games += [(split, i * size // take) for i in range(take)]
     return games
 
@@ -222,11 +221,17 @@ def bench_throughput(workers: int, seconds: float, cache: str) -> None:
 
 
 # -- soak: the differential test at scale -------------------------------------------------------
+_SOAK_ENGINES: dict = {}
+
+
 def _soak_game(job: tuple[str, int, str, int]) -> dict:
     """Play one game on both engines: random admissible commands, then the planner expert."""
     split, index, cache, random_steps = job
     path = generated_game_path(split, index, Path(cache) / split)
-    result = compare_engines(path, key=f"{split}/{index}", max_random_steps=random_steps)
+    if not _SOAK_ENGINES:  # one pair per worker process, reused from game to game
+        _SOAK_ENGINES.update((name, make_engine(name)) for name in ("textworld", "native"))
+    result = compare_engines(path, key=f"{split}/{index}", max_random_steps=random_steps,
+                             engines=_SOAK_ENGINES)
     mismatch = result.mismatch and {**result.mismatch, "textworld": repr(result.mismatch[
         "textworld"]), "native": repr(result.mismatch["native"])}
     return {"split": split, "index": index, "steps": len(result.choices), "won": result.won,
