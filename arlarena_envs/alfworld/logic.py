@@ -16,6 +16,10 @@ optimisation) does to the operators TextWorld sees:
   conditions say; :meth:`Task.fired_effects` gives what really happens (conditions evaluated
   on the state before), which is what the planning state and the goal see.
 
+Fast Downward also drops a delete, or an effect condition, on an atom its reachability analysis
+rules out (TextWorld never shows ``not_ishot`` for a pan, which nothing can heat):
+:meth:`Task.reachable` answers that from the static facts.
+
 Conditions are put in disjunctive normal form (existential variables become extra slots); each
 disjunct is compiled into a join plan ordered by the problem's fact counts.
 """
@@ -133,15 +137,6 @@ class FactStore:
     def bucket(self, pred: str, slot: int, key: Args) -> dict[Args, None]:
         """Facts of ``pred`` whose indexed positions (index number ``slot``) equal ``key``."""
         return self.indexes[pred][slot][1].get(key, _EMPTY)
-
-    def copy(self) -> FactStore:
-        other = FactStore({})
-        other.sets = {pred: dict(facts) for pred, facts in self.sets.items()}
-        other.indexes = {
-            pred: [(positions, {k: dict(b) for k, b in index.items()}) for positions, index in ixs]
-            for pred, ixs in self.indexes.items()
-        }
-        return other
 
 
 _EMPTY: dict[Args, None] = {}
@@ -397,7 +392,8 @@ class Task:
         self.ids: dict[str, int] = {name: i for i, name in enumerate(self.names)}
         self.types: tuple[str, ...] = tuple(declared[name] for name in self.names)
         self.type_parents = dict(domain.types)
-        self._allowed: dict[str, frozenset[int] | None] = {}
+        known = {ROOT_TYPE, *self.types, *self.type_parents, *self.type_parents.values()}
+        self._allowed: dict[str, frozenset[int] | None] = {t: self._members(t) for t in known}
         raw_effects = [
             _flatten_effects(s.effect, {p: i for i, (p, _) in enumerate(s.parameters)}, [])
             for s in domain.schemas
@@ -510,13 +506,17 @@ class Task:
                     changed = True
         return frozenset(out)
 
+    def _members(self, type_: str) -> frozenset[int] | None:
+        if type_ == ROOT_TYPE:
+            return None
+        subtypes = self.subtypes(type_)
+        return frozenset(i for i, t in enumerate(self.types) if t in subtypes)
+
     def allowed(self, type_: str) -> frozenset[int] | None:
-        """Entity ids of ``type_`` (``None`` for the root type: anything goes)."""
-        if type_ not in self._allowed:
-            subtypes = self.subtypes(type_)
-            self._allowed[type_] = None if type_ == ROOT_TYPE else frozenset(
-                i for i, t in enumerate(self.types) if t in subtypes)
-        return self._allowed[type_]
+        """Entity ids of ``type_`` (``None`` for the root type: anything goes); computed for
+        every declared type when the task is built, so the task is never written to later."""
+        found = self._allowed.get(type_, ())
+        return self._members(type_) if found == () else found
 
     def objects_of(self, type_: str) -> tuple[int, ...]:
         allowed = self.allowed(type_)
