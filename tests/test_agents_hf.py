@@ -34,7 +34,7 @@ def test_drives_a_sokoban_episode_through_the_wrappers(greedy, tmp_path):
     (episode,) = records
     turns = [r for r in read_records(tmp_path / "r.jsonl") if r["type"] == "turn"]
     assert len(turns) == episode["turns"] >= 1
-    assert all(t["prompt"].startswith("You are an expert agent") for t in turns)
+    assert all(t["prompt"].startswith("\nYou are an expert agent") for t in turns)  # the study's
     assert all(isinstance(t["format_ok"], bool) for t in turns)
 
 

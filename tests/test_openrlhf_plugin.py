@@ -406,11 +406,16 @@ def test_the_run_stops_after_the_configured_steps(worker):
     assert sampling.step_samples(short, get_method("GRPO"), RunSettings(steps=9))[3] is True
 
 
-def test_evaluation_samples_like_the_study_and_logs_success_and_score():
-    settings = RunSettings.from_environ(runtime_env(Launch("sokoban", "GRPO"))["env_vars"])
-    kwargs = sampling.eval_sampling({"temperature": 0.6, "top_p": 1.0, "max_len": 8192},
-                                    settings)
-    assert kwargs == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "max_len": 8192}
+@pytest.mark.parametrize(("env", "top_p", "top_k"), [("sokoban", 1.0, 0), ("alfworld", 0.95, 20)])
+def test_evaluation_samples_like_the_study(env, top_p, top_k):
+    """The launch hands the env's study evaluation sampling to OpenRLHF's evaluation."""
+    settings = RunSettings.from_environ(runtime_env(Launch(env, "GRPO"))["env_vars"])
+    kwargs = sampling.eval_sampling({"temperature": 0.6, "top_p": 0.5, "top_k": 7,
+                                     "max_len": 8192}, settings)
+    assert kwargs == {"temperature": 0.6, "top_p": top_p, "top_k": top_k, "max_len": 8192}
+
+
+def test_evaluation_logs_success_and_score():
     episodes = [(1.0, 1.0), (0.0, 0.25), (-0.1, 0.0), (0.9, 0.9)]  # (return, score)
     samples = [SamplesGenerator._process_response_into_experience(None, episode(
         Task(t).label(), 0, r, s)) for t, (r, s) in enumerate(episodes)]
