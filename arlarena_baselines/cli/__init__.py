@@ -2,7 +2,8 @@
 
 Each module here defines ``register(subparsers)``, which adds its sub-command and sets
 ``func`` (called with the parsed ``argparse.Namespace``, returning an exit code). Modules are
-discovered, so adding a command means adding a module.
+discovered, so adding a command means adding a module (modules named ``_*`` are helpers, e.g.
+:mod:`._choices`, the options' fixed sets of values).
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
+from arlarena_baselines.cli._choices import ArenaParser
+
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``arlarena`` parser with every sub-command module of this package registered."""
-    parser = argparse.ArgumentParser(
-        prog="arlarena", description="ARLArena: stable agentic RL for LLMs."
-    )
+    parser = ArenaParser(prog="arlarena", description="ARLArena: stable agentic RL for LLMs.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module.name.startswith("_") or module.name == "__main__":
@@ -30,8 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``arlarena`` console script."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``arlarena`` console script; returns the exit code (2 for a bad
+    command line, after argparse's message)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help, or a bad value: argparse has printed why
+        return stop.code if isinstance(stop.code, int) else 0
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

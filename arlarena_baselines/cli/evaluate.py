@@ -1,4 +1,9 @@
-"""``arlarena eval``: run agents on an env and print the results table."""
+"""``arlarena eval``: run agents on an env (or a task panel's tasks) and print the results table.
+
+With ``--panel NAME`` the env, split, seeds and env kwargs come from the task panel, its tasks
+are generated again and checked against its hashes first, and every episode record keeps the
+panel's name and hash (``panel``), which ``arlarena report --compare`` reads.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from arlarena_baselines.cli._choices import AGENTS, ENVS, PANELS, SPLITS, check_split
 
 __all__ = ["register"]
 
@@ -21,16 +28,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run episodes with one or more agents through the study's wrapper stack, "
         "write every turn to JSONL as it goes and print a results table.",
     )
-    p.add_argument("--env", default="sokoban", help="env name (sokoban, alfworld, webshop, "
-                   "math) or a full ARLArena/... id")
-    p.add_argument("--agent", default="expert",
-                   help="comma-separated agents: expert, random, hf, openai, debate, "
-                   "aggressive-debate, or any registered")
-    p.add_argument("--episodes", type=int, default=50, help="tasks (env seeds) to run")
+    p.add_argument("--env", default=None, type=ENVS, help="environment (default sokoban)")
+    p.add_argument("--agent", default="expert", type=AGENTS,
+                   help="comma-separated agents (default expert)")
+    p.add_argument("--panel", default=None, type=PANELS, help="run the tasks of this task "
+                   "panel of data/ (it sets the env, split, seeds and env kwargs; --episodes N "
+                   "runs its first N); results record its name and hash")
+    p.add_argument("--episodes", type=int, default=None,
+                   help="tasks (env seeds) to run (default 50, or the panel's)")
     p.add_argument("--samples", type=int, default=1, help="rollouts per task (for pass@k)")
-    p.add_argument("--seed", type=int, default=0, help="first env seed")
-    p.add_argument("--split", default=None, help="reset option 'split' (env-specific)")
-    p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for gymnasium.make")
+    p.add_argument("--seed", type=int, default=None, help="first env seed (default 0)")
+    p.add_argument("--split", default=None, type=SPLITS,
+                   help="reset option 'split', by env")
+    p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for gymnasium.make (with "
+                   "--panel: added to the panel's, e.g. {\"max_episode_steps\": 3})")
     p.add_argument("--history-length", type=int, default=2)
     p.add_argument("--format-penalty", type=float, default=0.1)
     p.add_argument("--format-check", default="study", choices=("study", "strict"),
@@ -56,6 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "Sokoban 1.0)")
     g.add_argument("--top-k", type=int, default=None, help="hf: default the env's (20; Sokoban "
                    "none); 0 disables")
+    g.add_argument("--chat-template-kwargs", default="{}", help="hf: JSON keyword arguments "
+                   "of the chat template, e.g. '{\"enable_thinking\": false}' (Qwen3)")
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
     g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request")
     g.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
@@ -109,9 +122,11 @@ def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) 
     if name == "hf":
         return {"model": args.model, "max_new_tokens": args.max_tokens,
                 "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
-                "seed": args.seed}
+                "seed": args.seed or 0,
+                "chat_template_kwargs": _json_object(args.chat_template_kwargs,
+                                                     "--chat-template-kwargs")}
     if name not in _API_AGENTS:
-        return {"seed": args.seed}
+        return {"seed": args.seed or 0}
     options = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key,
                "max_tokens": args.max_tokens, "temperature": args.temperature,
                "top_p": args.top_p, "concurrency": args.concurrency, "timeout": args.timeout,
@@ -135,6 +150,39 @@ def _fill_sampling(args: argparse.Namespace, env_id: str) -> None:
             setattr(args, option, value)
 
 
+def _json_object(text: str, flag: str) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{flag} must be a JSON object, got {text!r}")
+    return value
+
+
+def _tasks(args: argparse.Namespace) -> dict[str, Any]:
+    """The EvalConfig fields of the tasks: from ``--panel`` (checked against its hashes),
+    or from ``--env``, ``--split``, ``--seed``, ``--episodes``."""
+    import arlarena_envs
+
+    env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
+    if args.panel is None:
+        env_id = arlarena_envs.resolve_env_id(args.env or "sokoban")
+        if args.split:
+            check_split(env_id, args.split)
+        return {"env": env_id, "env_kwargs": env_kwargs, "seed": args.seed or 0,
+                "episodes": 50 if args.episodes is None else args.episodes,
+                "reset_options": {"split": args.split} if args.split else {}}
+    given = [flag for flag, value in (("--env", args.env), ("--split", args.split),
+                                      ("--seed", args.seed)) if value is not None]
+    if given:
+        raise ValueError(f"--panel {args.panel} sets the env, split and seeds: drop "
+                         f"{', '.join(given)}")
+    from arlarena_baselines.cli._panel import checked_panel
+
+    spec, record = checked_panel(args.panel, args.episodes, env_kwargs)
+    return {"env": spec.env, "env_kwargs": {**spec.env_kwargs, **env_kwargs},
+            "seed": spec.seed, "episodes": record["tasks"], "reset_options": dict(spec.options),
+            "record": {"panel": record}}
+
+
 def _spent(usage: dict[str, float]) -> str:
     text = (f"{usage.get('requests', 0):.0f} requests answered by the server, "
             f"{usage.get('cache_hits', 0):.0f} from the cache, "
@@ -145,7 +193,6 @@ def _spent(usage: dict[str, float]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import arlarena_envs
     from arlarena_baselines.evaluation import EvalConfig, evaluate, format_table, summarize
     from arlarena_baselines.evaluation.results import read_records
     from wrappers.agents import AgentError, BudgetExhausted, make_agent
@@ -155,21 +202,19 @@ def run(args: argparse.Namespace) -> int:
         print("error: --resume and --overwrite exclude each other", file=sys.stderr)
         return 2
     try:
-        env_id = arlarena_envs.resolve_env_id(args.env)
-        _fill_sampling(args, env_id)
-        env_kwargs = json.loads(args.env_kwargs)
+        tasks = _tasks(args)
+        _fill_sampling(args, tasks["env"])
         prices = _load_prices(args.prices)
         budget = RequestBudget(args.max_requests)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     config = EvalConfig(
-        env=env_id, episodes=args.episodes, samples=args.samples, seed=args.seed,
-        history_length=args.history_length, format_penalty=args.format_penalty,
-        check=args.format_check, notice=args.notice, batch_size=args.batch_size,
-        env_kwargs=env_kwargs,
-        reset_options={"split": args.split} if args.split else {},
+        samples=args.samples, history_length=args.history_length,
+        format_penalty=args.format_penalty, check=args.format_check, notice=args.notice,
+        batch_size=args.batch_size, **tasks,
     )
+    env_id = config.env
     cache = ResponseCache(args.cache_dir) if args.cache_dir else None
     shared = {"cache": cache, "budget": budget, "prices": prices}
     paths = []

@@ -5,15 +5,21 @@ The default table has a row per agent × env × group (all, each task type, each
 column per task type); ``--csv`` also writes the rows in long form. A file given as
 ``LABEL=PATH`` is shown under ``LABEL`` (e.g. the training method of a checkpoint) instead of
 the agent name recorded in it.
+
+``--compare`` refuses to put results on different tasks in one table: when the episodes of an
+env come from different task panels, or from one panel whose tasks hashed differently (its
+generator changed), it names them and stops, unless ``--mixed-panels`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-__all__ = ["register"]
+__all__ = ["register", "task_sets"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,6 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", action="store_true",
                    help="per env, one row per agent and one column per task type "
                    "(success / score)")
+    p.add_argument("--mixed-panels", action="store_true", help="with --compare: put results "
+                   "on different task panels (or panel hashes) of one env in one table anyway")
     p.add_argument("--csv", default=None, metavar="PATH", help="also write the rows as CSV")
     p.set_defaults(func=run)
 
@@ -50,10 +58,42 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no finished episodes in the given files", file=sys.stderr)
         return 1
+    sets = task_sets(records)
+    conflicts = [line for line, count in sets if count > 1] if args.compare else []
+    if conflicts and not args.mixed_panels:
+        print("error: these results ran on different tasks, so --compare will not put them in "
+              "one table (pass --mixed-panels to do it anyway):\n" + "\n".join(conflicts),
+              file=sys.stderr)
+        return 2
     print(format_comparison(rows) if args.compare else format_table(rows))
+    print("\n".join(f"tasks of {line}" for line, _ in sets))
     if args.csv:
         Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
         with open(args.csv, "w", encoding="utf-8", newline="") as handle:
             write_csv(rows, handle)
         print(f"csv: {args.csv}", file=sys.stderr)
     return 0
+
+
+def task_sets(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Per env, the task sets its finished episodes come from: a line naming each (task panel,
+    hash of the tasks run, the agents on it; no panel: unnamed seeds) and how many there are.
+
+    >>> task_sets([{"type": "episode", "env": "E", "agent": "a",
+    ...             "panel": {"name": "p", "hash": "h1", "tasks": 3}},
+    ...            {"type": "episode", "env": "E", "agent": "b"}])
+    [('E: no panel (unnamed seeds): b; p (hash h1, 3 tasks): a', 2)]
+    """
+    sets: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for record in records:
+        if record.get("type") != "episode":
+            continue
+        panel = record.get("panel") or {}
+        name = (f"{panel.get('name')} (hash {panel.get('hash')}, {panel.get('tasks')} tasks)"
+                if panel else "no panel (unnamed seeds)")
+        sets[str(record.get("env"))][name].add(str(record.get("agent")))
+    return [
+        (f"{env}: " + "; ".join(f"{name}: {', '.join(sorted(agents))}"
+                                for name, agents in sorted(found.items())), len(found))
+        for env, found in sets.items()
+    ]

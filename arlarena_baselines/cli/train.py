@@ -4,22 +4,33 @@ held-out episodes (``compare``) and the per-method configs.
 Configuration comes, in increasing precedence, from the dataclass defaults, ``--config FILE``
 (YAML sections ``model``, ``rollout``, ``eval``, ``sft``, ``rl``, ``run``), the shortcut
 flags (``--env``, ``--method``, ``--model``, ...), the grouped flags (``--rl.lr 1e-6``,
-``--rollout.n_groups 8``, one per config field) and ``--set section.field=value``.
+``--rollout.n_groups 8``, one per config field) and ``--set section.field=value``. Keys with a
+fixed set of values list them in ``--help`` and reject others; an unknown key (in ``--set`` or
+the YAML file) names the nearest one.
+
+``--panel NAME`` takes the training tasks from a task panel of ``data/`` (env, reset options,
+seeds: RL draws from its tasks as the pool ``rollout.num_tasks``; behaviour cloning collects
+on them), ``--eval-panel NAME`` the held-out tasks; both are checked against their hashes
+first, and the run folder records them in ``<phase>_panels.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_config", "register"]
+from arlarena_baselines.cli._choices import FIELD_CHOICES, PANELS, unknown
+
+__all__ = ["build_config", "check_keys", "register"]
 
 # Shortcut flag -> (dest, config key, help).
 _SHORTCUTS: dict[str, tuple[str, str]] = {
-    "--env": ("rollout.env", "environment (sokoban, or a full ARLArena/... id)"),
+    "--env": ("rollout.env", "environment (default sokoban)"),
     "--model": ("model.name", "smollm2 (embedded), tiny, or a Hugging Face path / checkpoint"),
     "--out": ("run.out", "run directory (default runs/<phase>-<env>-<method or agent>)"),
     "--seed": ("run.seed", "seed of the run"),
@@ -28,11 +39,11 @@ _SHORTCUTS: dict[str, tuple[str, str]] = {
     "--threads": ("run.threads", "torch CPU threads (0 = torch's default)"),
 }
 _RL_SHORTCUTS = {
-    "--method": ("rl.method", "method name from METHODS (e.g. SAMPO, GRPO, GiGPO)"),
+    "--method": ("rl.method", "the method, from METHODS (default SAMPO)"),
     "--steps": ("rl.steps", "training steps"),
 }
 _SFT_SHORTCUTS = {
-    "--agent": ("sft.agent", "agent whose trajectories are cloned (expert, random, ...)"),
+    "--agent": ("sft.agent", "agent whose trajectories are cloned (default expert)"),
     "--data": ("sft.data", "clone this JSONL of turns and episodes instead of collecting"),
     "--episodes": ("sft.episodes", "episodes to collect"),
     "--epochs": ("sft.epochs", "passes over the demonstrations"),
@@ -54,9 +65,17 @@ def _add_config_flags(
                             help="continue the run in --out from its latest checkpoint")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override any config field (repeatable)")
+    if resumable:  # a training run: its training tasks
+        parser.add_argument("--panel", default=None, type=PANELS, help="the training tasks: "
+                            "a task panel of data/ (sets the env, reset options and seeds)")
+    parser.add_argument("--eval-panel", default=None,
+                        type=PANELS.unlisted() if resumable else PANELS,
+                        help="the held-out tasks: a task panel of data/"
+                        + (" on the training env (the names of --panel)" if resumable else ""))
     for flag, (key, text) in shortcuts.items():
         parser.add_argument(flag, dest=f"short:{key}", default=None, help=text,
-                            metavar=key.split(".")[-1].upper())
+                            metavar=key.split(".")[-1].upper(), type=FIELD_CHOICES.get(key))
+    short_keys = {key: flag for flag, (key, _) in shortcuts.items()}
     groups: dict[str, argparse._ArgumentGroup] = {}
     for section, field, default in iter_fields():
         if section == skip:
@@ -64,9 +83,13 @@ def _add_config_flags(
         if section not in groups:
             groups[section] = parser.add_argument_group(f"{section} settings")
         shown = default if not isinstance(default, (dict, list, tuple)) else repr(default)
+        key = f"{section}.{field.name}"
+        choices, text = FIELD_CHOICES.get(key), f"default: {shown}"
+        if key in short_keys and choices is not None:  # listed under the shortcut already
+            choices, text = choices.unlisted(), f"{text} (the values of {short_keys[key]})"
         groups[section].add_argument(
-            f"--{section}.{field.name}", dest=f"field:{section}.{field.name}",
-            default=argparse.SUPPRESS, metavar="VALUE", help=f"default: {shown}",
+            f"--{key}", dest=f"field:{key}", default=argparse.SUPPRESS, metavar="VALUE",
+            help=text, type=choices,
         )
 
 
@@ -107,22 +130,144 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     write.set_defaults(func=run_write_configs)
 
 
+def check_keys(items: Iterable[str]) -> None:
+    """Check ``section.field[.key]=value`` items: an unknown key raises a ``ValueError`` naming
+    the nearest, a value outside a key's fixed set one naming the set."""
+    from arlarena_baselines.trainer.config import iter_fields, split_override
+
+    sections: dict[str, list[str]] = {}
+    for section, field, _ in iter_fields():
+        sections.setdefault(section, []).append(field.name)
+    for item in items:
+        section, name, sub, value = split_override(item)
+        if section not in sections:
+            raise ValueError(unknown("config section", section, sections))
+        if name not in sections[section]:
+            raise ValueError(unknown("config key", f"{section}.{name}",
+                                     [f"{section}.{f}" for f in sections[section]]))
+        if f"{section}.{name}" == "rl.method_overrides" and sub:
+            from arlarena_baselines.algos import Method
+
+            known = [f.name for f in dataclasses.fields(Method)]
+            if sub[0] not in known:
+                raise ValueError(unknown("Method field", sub[0], known,
+                                         where=" in rl.method_overrides"))
+        choices = FIELD_CHOICES.get(f"{section}.{name}")
+        if choices is not None and not sub and value.strip().lower() not in ("null", "none"):
+            try:
+                choices.check(value.strip())
+            except argparse.ArgumentTypeError as error:
+                raise ValueError(f"{section}.{name}: {error}") from None
+
+
+def _yaml(path: str | None) -> dict[str, Any]:
+    import yaml
+
+    if path is None:
+        return {}
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a config file must be a mapping of sections")
+    return data
+
+
+def _file_keys(data: dict[str, Any]) -> list[str]:
+    """The ``section.field[.key]=value`` items of a YAML config (for :func:`check_keys`)."""
+    items = []
+    for section, values in data.items():
+        for name, value in (values if isinstance(values, dict) else {}).items():
+            if section == "rl" and name == "method_overrides" and isinstance(value, dict):
+                items += [f"rl.method_overrides.{k}=" for k in value]
+            else:
+                items.append(f"{section}.{name}={'null' if value is None else value}")
+    return items
+
+
+# (role, phase) -> the config keys of the tasks: env, reset options, first seed, task count.
+_PANEL_KEYS = {
+    ("train", "rl"): ("rollout.env", "rollout.reset_options", "rollout.seed", "rollout.num_tasks"),
+    ("train", "sft"): ("rollout.env", "rollout.reset_options", "sft.seed", "sft.episodes"),
+    ("eval", "rl"): (None, "eval.reset_options", "eval.seed", "eval.episodes"),
+    ("eval", "sft"): (None, "eval.reset_options", "eval.seed", "eval.episodes"),
+    ("eval", "compare"): ("rollout.env", "eval.reset_options", "eval.seed", "eval.episodes"),
+}
+
+
+def _panels(args: argparse.Namespace) -> dict[str, str]:
+    names = (("train", getattr(args, "panel", None)), ("eval", args.eval_panel))
+    return {role: name for role, name in names if name is not None}
+
+
+def _panel_items(args: argparse.Namespace, phase: str) -> list[str]:
+    """The panels' tasks as config overrides (the base under the YAML file and the flags)."""
+    from arlarena_envs.panels import load_panel
+
+    items = []
+    for role, name in _panels(args).items():
+        spec = load_panel(name).spec
+        env, options, seed, count = _PANEL_KEYS[role, phase]
+        items += [f"{options}={json.dumps(spec.options)}", f"{seed}={spec.seed}",
+                  f"{count}={spec.count}"]
+        if env is not None:
+            items += [f"{env}={spec.env}", f"rollout.env_kwargs={json.dumps(spec.env_kwargs)}"]
+    return items
+
+
 def build_config(args: argparse.Namespace, phase: str):
-    """The :class:`TrainConfig` of parsed ``args`` (see the module docs for precedence)."""
-    from arlarena_baselines.trainer.config import RunConfig, apply_overrides, load_config
+    """The :class:`TrainConfig` of parsed ``args`` (see the module docs for precedence; the
+    panels' tasks come first, so a config file or a flag may run fewer of them)."""
+    from arlarena_baselines.trainer.config import (
+        RunConfig,
+        TrainConfig,
+        apply_overrides,
+        config_from_dict,
+    )
 
     options: dict[str, Any] = vars(args)
-    config = load_config(args.config)
     shortcuts = [f"{k[6:]}={v}" for k, v in options.items() if k.startswith("short:") and v
                  is not None]
     fields = [f"{k[6:]}={v}" for k, v in options.items() if k.startswith("field:")]
-    config = apply_overrides(config, [*shortcuts, *fields, *args.set])
+    data = _yaml(args.config)
+    check_keys([*_file_keys(data), *args.set])
+    config = apply_overrides(TrainConfig(), _panel_items(args, phase))
+    config = apply_overrides(config_from_dict(data, config), [*shortcuts, *fields, *args.set])
     if config.run.out == RunConfig().out:
         env = config.rollout.env.split("/")[-1].lower()
         who = {"rl": config.rl.method, "sft": config.sft.agent}.get(phase, "models")
         run = dataclasses.replace(config.run, out=f"runs/{phase}-{env}-{who}")
         config = dataclasses.replace(config, run=run)
     return config
+
+
+def check_panels(args: argparse.Namespace, config: Any, phase: str) -> dict[str, Any]:
+    """Check that the config still runs the panels' tasks (a file or flag may take fewer, not
+    others) and their content hashes; ``{"train": record, "eval": record}``."""
+    from arlarena_baselines.cli._panel import checked_panel
+    from arlarena_envs import resolve_env_id
+    from arlarena_envs.panels import load_panel
+
+    def value(key: str) -> Any:
+        section, name = key.split(".")
+        return getattr(getattr(config, section), name)
+
+    records = {}
+    for role, name in _panels(args).items():
+        spec = load_panel(name).spec
+        _, options, seed, count = _PANEL_KEYS[role, phase]
+        used_options = value(options)
+        if used_options is None:  # eval.reset_options null: the rollout's
+            used_options = config.rollout.reset_options
+        wanted = {"env": spec.env, options: spec.options, seed: spec.seed}
+        used = {"env": resolve_env_id(config.rollout.env), options: used_options,
+                seed: value(seed)}
+        for key, want in wanted.items():
+            if used[key] != want:
+                raise ValueError(f"task panel {name} has {key} {want!r}, but the config says "
+                                 f"{used[key]!r}")
+        if role == "eval" and config.eval.episodes == 0:
+            continue
+        records[role] = checked_panel(name, value(count), config.rollout.env_kwargs)[1]
+    return records
 
 
 def _report(records: list[dict[str, Any]], run_dir: str) -> None:
@@ -136,37 +281,53 @@ def _report(records: list[dict[str, Any]], run_dir: str) -> None:
           f"plots: arlarena plot {run_dir}")
 
 
-def run_rl(args: argparse.Namespace) -> int:
-    from arlarena_baselines.trainer.rl import train_rl
+def record_panels(run_dir: str | Path, phase: str, panels: dict[str, Any], resume: bool) -> None:
+    """Keep the run's panels in ``RUN/<phase>_panels.json``; a resumed run must use the same
+    tasks as it started with (a new run in a used folder is refused by the trainer itself)."""
+    path = Path(run_dir) / f"{phase}_panels.json"
+    if (Path(run_dir) / f"{phase}_config.yaml").exists():
+        before = json.loads(path.read_text()) if path.exists() else {}
+        if resume and before != panels:
+            raise ValueError(f"{run_dir} was started on the task panels {json.dumps(before)}; "
+                             f"this run would use {json.dumps(panels)}")
+        return
+    if panels:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(panels, indent=1) + "\n")
 
-    config = build_config(args, "rl")
+
+def _run(args: argparse.Namespace, phase: str) -> int:
+    from arlarena_envs.panels import PanelError
+
     try:
-        records = train_rl(config, resume=args.resume)
-    except (FileExistsError, ValueError, KeyError) as err:
+        config = build_config(args, phase)
+        record_panels(config.run.out, phase, check_panels(args, config, phase), args.resume)
+        if phase == "rl":
+            from arlarena_baselines.trainer.rl import train_rl as train
+        else:
+            from arlarena_baselines.trainer.sft import train_sft as train
+        records = train(config, resume=args.resume)
+    except (FileExistsError, ValueError, KeyError, PanelError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     _report(records, config.run.out)
     return 0
+
+
+def run_rl(args: argparse.Namespace) -> int:
+    return _run(args, "rl")
 
 
 def run_sft(args: argparse.Namespace) -> int:
-    from arlarena_baselines.trainer.sft import train_sft
-
-    config = build_config(args, "sft")
-    try:
-        records = train_sft(config, resume=args.resume)
-    except (FileExistsError, ValueError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    _report(records, config.run.out)
-    return 0
+    return _run(args, "sft")
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from arlarena_baselines.trainer.compare import compare_checkpoints
 
-    config = build_config(args, "compare")
     try:
+        config = build_config(args, "compare")
+        check_panels(args, config, "compare")
         rows = compare_checkpoints(config, args.models, out=config.run.out,
                                    progress=config.run.progress)
     except (ValueError, OSError) as err:

@@ -42,6 +42,8 @@ class EvalConfig:
         batch_size: episodes in flight at once (one agent call per turn covers them all).
         env_kwargs: keyword arguments for ``gymnasium.make``.
         reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "eval"}``).
+        record: fields added to every episode record (e.g. ``{"panel": {...}}``: the task
+            panel the tasks come from, with its hash).
     """
 
     env: str = "sokoban"
@@ -55,6 +57,7 @@ class EvalConfig:
     batch_size: int = 16
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     reset_options: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)
 
 
 def make_env(config: EvalConfig) -> gym.Env:
@@ -146,7 +149,7 @@ def evaluate(
                 )
                 still: list[Episode] = []
                 for episode, reply in zip(live, replies, strict=True):
-                    ended = _step(episode, reply, writer, agent.name, env_name)
+                    ended = _step(episode, reply, writer, agent.name, env_name, config.record)
                     if ended is None:
                         still.append(episode)
                         continue
@@ -162,12 +165,13 @@ def evaluate(
 
 
 def _step(
-    episode: Episode, reply: AgentReply, writer: ResultsWriter, agent: str, env: str
+    episode: Episode, reply: AgentReply, writer: ResultsWriter, agent: str, env: str,
+    extra: dict[str, Any],
 ) -> dict[str, Any] | None:
     """Apply one reply; write the turn; return the episode record if it ended."""
     add_usage(episode.usage, reply.usage)
     if reply.error is not None:
-        return _finish(episode, writer, agent, env, episode.info, reply.error)
+        return _finish(episode, writer, agent, env, episode.info, reply.error, extra)
     prompt, anchor = episode.prompt, episode.info.get("anchor", "")
     obs, reward, terminated, truncated, info = episode.env.step(reply.text)
     episode.turns += 1
@@ -204,7 +208,7 @@ def _step(
     episode.prompt, episode.info = obs, info
     if not (terminated or truncated):
         return None
-    return _finish(episode, writer, agent, env, info, None)
+    return _finish(episode, writer, agent, env, info, None, extra)
 
 
 def _finish(
@@ -214,8 +218,10 @@ def _finish(
     env: str,
     info: dict[str, Any],
     error: str | None,
+    extra: dict[str, Any],
 ) -> dict[str, Any]:
-    """Write and return the episode record (``error``: why it ended early, else ``None``)."""
+    """Write and return the episode record (``error``: why it ended early, else ``None``),
+    with the ``extra`` fields of the config's ``record``."""
     won = bool(info.get("won", False)) and error is None
     record = {
         "type": "episode",
@@ -236,5 +242,6 @@ def _finish(
     }
     if episode.usage:
         record["usage"] = episode.usage
+    record.update(extra)
     writer.write(record)
     return record

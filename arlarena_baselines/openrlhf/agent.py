@@ -10,7 +10,8 @@ llm_engine)`` once per sample. Ours is OpenRLHF's own ``MultiTurnAgentExecutor``
   (``gymnasium.make`` + :class:`~wrappers.prompt.PromptWrapper`), resets it with the seed in
   the dataset row's label, and returns the first prompt as a chat user turn (the dataset's
   own prompt text is not used);
-- ``step``: the model's turn goes to ``env.step``; it returns the turn's reward (format
+- ``step``: the model's turn (after the chat template's prefill, if any) goes to
+  ``env.step``; it returns the turn's reward (format
   penalty included; OpenRLHF sums them into the episode return), the next prompt as the next
   user turn, ``done`` (terminated, truncated or ``ARLARENA_MAX_TURNS`` reached), ``scores``
   (the episode's score, else 1/0 for won/lost: what dynamic filtering reads) and
@@ -64,7 +65,7 @@ class ArenaAgentInstance(AgentInstanceBase):
         """Play ``states["action_text"]``; reward, feedback, done, score and logs."""
         anchor = str(self.info.get("anchor", ""))
         prompt, reward, terminated, truncated, self.info = await asyncio.to_thread(
-            self.env.step, states["action_text"]
+            self.env.step, self.chat.prefill + states["action_text"]
         )
         self.turns.append((float(reward), anchor, bool(self.info.get("format_ok", True))))
         limit = self.settings.max_turns
@@ -110,7 +111,8 @@ class AgentExecutor(MultiTurnAgentExecutor):
         """The :class:`ChatTurns` of ``tokenizer`` (built on its first use)."""
         key = id(tokenizer)
         if key not in self._chats or self._chats[key][0] is not tokenizer:
-            self._chats[key] = (tokenizer, ChatTurns(tokenizer, generation_stop_ids(tokenizer)))
+            self._chats[key] = (tokenizer, ChatTurns(tokenizer, generation_stop_ids(tokenizer),
+                                                     self.settings.chat_template_kwargs))
         return self._chats[key][1]
 
     async def execute(

@@ -8,12 +8,17 @@ model stops by itself: the tokenizer's ``eos_token`` or any ``eos_token_id`` of 
 generation config (Gemma's ``<end_of_turn>``, Llama 3's ``<|eot_id|>`` beside
 ``<|end_of_text|>``). When the template closes an assistant turn with one of those, the
 feedback leaves it out. :func:`generation_stop_ids` reads the generation config's ids.
+Chat-template keyword arguments (``enable_thinking``) apply to every rendering; a reply opening
+that the template prefills (:func:`~wrappers.agents.chat.generation_prefill`) is in the
+conversation's tokens already, and :attr:`ChatTurns.prefill` gives it to the format check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
+
+from wrappers.agents.chat import generation_prefill
 
 __all__ = ["ChatTurns", "generation_stop_ids"]
 
@@ -42,14 +47,19 @@ class ChatTurns:
     config's end-of-sequence ids (:func:`generation_stop_ids`).
     """
 
-    def __init__(self, tokenizer: Any, stop_ids: Iterable[int] = ()) -> None:
+    def __init__(self, tokenizer: Any, stop_ids: Iterable[int] = (),
+                 template_kwargs: dict[str, Any] | None = None) -> None:
         self.tokenizer = tokenizer
+        self.template_kwargs = dict(template_kwargs or {})
+        self.prefill = generation_prefill(tokenizer, self.template_kwargs)
         probe = [
             {"role": "user", "content": _A},
             {"role": "assistant", "content": _B},
             {"role": "user", "content": _C},
         ]
-        text = tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(
+            probe, add_generation_prompt=True, tokenize=False, **self.template_kwargs
+        )
         between = text[text.index(_B) + len(_B) : text.index(_C)]
         stops = {tokenizer.eos_token, *tokenizer.convert_ids_to_tokens(list(stop_ids))} - {None, ""}
         stop = next((s for s in sorted(stops, key=len, reverse=True) if between.startswith(s)), "")
@@ -59,7 +69,8 @@ class ChatTurns:
     def first(self, prompt: str) -> str:
         """``prompt`` as the conversation's first user turn, followed by the assistant header."""
         return self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False,
+            **self.template_kwargs,
         )
 
     def next(self, prompt: str) -> str:

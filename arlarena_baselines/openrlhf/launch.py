@@ -7,7 +7,9 @@ seed, :func:`write_tasks`) under ``--out`` and submits
 as ``--train.agent_func_path`` and a runtime env that runs the plug-in (:mod:`.plugin`) in
 every worker and names the env and the method (:mod:`.settings`). ``--dry-run`` prints the
 command and writes nothing. A real launch first checks the command with OpenRLHF's own
-parser (:mod:`.cli`).
+parser (:mod:`.cli`). ``--panel`` / ``--eval-panel`` take the training / held-out tasks from
+task panels of ``data/`` (checked against their hashes; the panels' names and hashes are kept
+in ``tasks/panels.json``); ``--chat-template-kwargs`` reaches the agent's chat template.
 
 Settings: the method's hyperparameters are the study's on the env
 (:func:`~arlarena_baselines.algos.study_method`, sent as ``ARLARENA_METHOD_OVERRIDES``: what
@@ -50,6 +52,7 @@ __all__ = [
     "Launch",
     "main",
     "openrlhf_args",
+    "panel_tasks",
     "runtime_env",
     "submit_command",
     "write_tasks",
@@ -108,6 +111,7 @@ class Launch:
     steps: int = TrainConfig().rl.steps
     out: str | None = None
     address: str = "http://127.0.0.1:8265"
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run(self) -> EnvRun:
@@ -237,6 +241,8 @@ def runtime_env(launch: Launch) -> dict[str, Any]:
     }
     if launch.overrides:
         env_vars[settings.METHOD_OVERRIDES] = json.dumps(launch.overrides)
+    if launch.chat_template_kwargs:
+        env_vars[settings.CHAT_TEMPLATE_KWARGS] = json.dumps(launch.chat_template_kwargs)
     return {"worker_process_setup_hook": SETUP_HOOK, "env_vars": env_vars}
 
 
@@ -265,8 +271,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="run folder, on storage every node sees "
                    "(default runs/openrlhf/ENV-METHOD)")
     p.add_argument("--address", default=Launch.address, help="the Ray dashboard address")
+    p.add_argument("--panel", default=None, help="training tasks: a task panel of data/ on "
+                   "the env (its seeds are cycled if the run needs more)")
+    p.add_argument("--eval-panel", default=None, help="held-out tasks: a task panel of data/")
+    p.add_argument("--chat-template-kwargs", default="{}", type=json.loads,
+                   help='JSON keyword arguments of the chat template (\'{"enable_thinking": '
+                   "false}' for Qwen3)")
     p.add_argument("--dry-run", action="store_true", help="print the command, write nothing")
     return p
+
+
+def panel_tasks(
+    name: str, env: str, count: int
+) -> tuple[list[int], dict[str, Any], dict[str, Any]]:
+    """``count`` seeds of panel ``name`` (cycled), its reset options and its record, after
+    checking the hashes of the tasks used; a panel on another env than ``env`` is refused."""
+    from arlarena_envs.panels import PanelError, check_panel, load_panel
+
+    panel = load_panel(name)
+    if panel.spec.env != resolve_env_id(env):
+        raise PanelError(f"task panel {name} is on {panel.spec.env}, not {resolve_env_id(env)}")
+    check = check_panel(panel, min(count, panel.spec.count))
+    print(check.message(), file=sys.stderr)
+    seeds = [panel.spec.seeds[i % panel.spec.count] for i in range(count)]
+    return seeds, dict(panel.spec.options), check.record()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -276,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours = argv[: argv.index("--")] if "--" in argv else argv
     a = _parser().parse_args(ours)
     launch = Launch(a.env, a.method, a.model, a.nodes, a.gpus_per_node, a.steps, a.out,
-                    a.address)
+                    a.address, a.chat_template_kwargs)
     command = submit_command(launch, extra)
     if a.dry_run:
         print(shlex.join(command))
@@ -285,10 +313,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parse_train_args(command[command.index("openrlhf.cli.train_ppo_ray") + 1 :])
     c, run, tasks = TrainConfig(), launch.run, launch.out_dir / "tasks"
-    write_tasks(tasks / "train.jsonl", run.env, range(c.rollout.seed,
-                c.rollout.seed + launch.train_tasks), run.train_options)
-    write_tasks(tasks / "eval.jsonl", run.env, range(c.eval.seed, c.eval.seed + c.eval.episodes),
-                run.eval_options)
+    sets = {"train": (list(range(c.rollout.seed, c.rollout.seed + launch.train_tasks)),
+                      run.train_options),
+            "eval": (list(range(c.eval.seed, c.eval.seed + c.eval.episodes)), run.eval_options)}
+    panels = {}
+    for role, name in (("train", a.panel), ("eval", a.eval_panel)):
+        if name is not None:
+            seeds, options, panels[role] = panel_tasks(name, run.env, len(sets[role][0]))
+            sets[role] = (seeds, options)
+    for role, (seeds, options) in sets.items():
+        write_tasks(tasks / f"{role}.jsonl", run.env, seeds, options)
+    if panels:
+        (tasks / "panels.json").write_text(json.dumps(panels, indent=1) + "\n")
     return subprocess.call(command)
 
 

@@ -13,6 +13,8 @@ sets these job-wide through ``ray job submit --runtime-env-json '{"env_vars": ..
 - ``ARLARENA_MAX_TURNS``: end episodes after this many turns (default: the env's limit);
 - ``ARLARENA_METHOD``: a method of :data:`~arlarena_baselines.algos.METHODS`; unset, the
   plugin leaves OpenRLHF's loss and advantages alone and the agent sends no per-turn columns;
+- ``ARLARENA_CHAT_TEMPLATE_KWARGS``: JSON keyword arguments of the chat template
+  (``{"enable_thinking": false}``; default ``{}``);
 - ``ARLARENA_METHOD_OVERRIDES``: JSON changes to the method's hyperparameters
   (``{"gigpo_mode": "mean_norm"}``);
 - ``ARLARENA_STEPS``: training steps; the run stops after that many (default: when the task
@@ -36,6 +38,7 @@ from arlarena_baselines.algos import Method, get_method
 from arlarena_baselines.rollout.envs import EnvFactory
 
 __all__ = [
+    "CHAT_TEMPLATE_KWARGS",
     "ENV",
     "ENV_KWARGS",
     "EVAL_TOP_K",
@@ -65,6 +68,7 @@ METHOD_OVERRIDES = "ARLARENA_METHOD_OVERRIDES"
 STEPS = "ARLARENA_STEPS"
 EVAL_TOP_P = "ARLARENA_EVAL_TOP_P"
 EVAL_TOP_K = "ARLARENA_EVAL_TOP_K"
+CHAT_TEMPLATE_KWARGS = "ARLARENA_CHAT_TEMPLATE_KWARGS"
 
 
 def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
@@ -76,7 +80,8 @@ def _json_object(environ: Mapping[str, str], name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class AgentSettings:
-    """What the agent builds each episode: the env recipe, the turn limit, the columns it logs.
+    """What the agent builds each episode: the env recipe, the turn limit, the columns it logs,
+    the chat template's keyword arguments.
 
     >>> s = AgentSettings.from_environ({"ARLARENA_ENV": "sokoban", "ARLARENA_MAX_TURNS": "8"})
     >>> s.factory.env, s.factory.history_length, s.max_turns, s.turn_columns
@@ -86,6 +91,7 @@ class AgentSettings:
     factory: EnvFactory
     max_turns: int | None = None
     turn_columns: bool = False
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> AgentSettings:
@@ -101,7 +107,8 @@ class AgentSettings:
             template=environ.get(TEMPLATE) or None,
         )
         max_turns = environ.get(MAX_TURNS)
-        return cls(factory, int(max_turns) if max_turns else None, bool(environ.get(METHOD)))
+        return cls(factory, int(max_turns) if max_turns else None, bool(environ.get(METHOD)),
+                   _json_object(environ, CHAT_TEMPLATE_KWARGS))
 
 
 @dataclass(frozen=True)

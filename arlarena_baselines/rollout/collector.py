@@ -1,7 +1,8 @@
 """Multi-turn rollouts: ``G`` rollouts per task through the wrapper stack, batched per turn.
 
 Holds :class:`Task` (a group: its id and env seed), the responders that answer a batch of
-prompts (:class:`ModelResponder`: chat template + a generation backend; :class:`AgentResponder`:
+prompts (:class:`ModelResponder`: chat template (with its keyword arguments and prefill) + a
+generation backend; :class:`AgentResponder`:
 any registered agent, e.g. the expert, for behaviour-cloning data) and :func:`collect`, which
 turns tasks into a :class:`~arlarena_baselines.rollout.samples.Rollout` of step samples.
 
@@ -25,7 +26,7 @@ from arlarena_baselines.rollout.envs import EnvPool
 from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams
 from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
 from wrappers.agents.base import Agent, AgentRequest, stream_seed
-from wrappers.agents.chat import encode_prompt
+from wrappers.agents.chat import ChatFormat
 
 __all__ = [
     "AgentResponder",
@@ -48,11 +49,13 @@ class Task:
 
 @dataclass
 class Reply:
-    """A response text with its token ids (empty for agents that produce text only)."""
+    """A response text with its token ids (empty for agents that produce text only);
+    ``prefill``: the opening of ``text`` that the chat template wrote into the prompt."""
 
     text: str
     prompt_ids: list[int] = field(default_factory=list)
     response_ids: list[int] = field(default_factory=list)
+    prefill: str = ""
 
 
 class Responder(Protocol):
@@ -63,21 +66,35 @@ class Responder(Protocol):
 
 
 class ModelResponder:
-    """A causal LM behind a :class:`GenerationBackend`: chat-formatted prompts, sampled replies."""
+    """A causal LM behind a :class:`GenerationBackend`: chat-formatted prompts, sampled replies.
 
-    def __init__(self, backend: GenerationBackend, tokenizer: Any, sampling: SamplingParams):
+    A reply's text is the template's prefill (if any) followed by the decoded response, so the
+    format check sees the whole reply; its ``response_ids`` are exactly the generated tokens.
+    A continued response (prompt ids given in the request's info) gets no prefill.
+    """
+
+    def __init__(
+        self,
+        backend: GenerationBackend,
+        tokenizer: Any,
+        sampling: SamplingParams,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         self.backend = backend
         self.tokenizer = tokenizer
         self.sampling = sampling
+        self.chat = ChatFormat(tokenizer, dict(chat_template_kwargs or {}))
 
     def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
-        prompt_ids = [r.info.get(CONTINUED_PROMPT_IDS) or encode_prompt(self.tokenizer, r.prompt)
-                      for r in requests]
+        continued = [r.info.get(CONTINUED_PROMPT_IDS) for r in requests]
+        prompt_ids = [c or self.chat.prompt_ids(r.prompt)
+                      for c, r in zip(continued, requests, strict=True)]
         seeds = [stream_seed(seed, r.episode_id, r.turn) for r in requests]
         responses = self.backend.generate(prompt_ids, self.sampling, seeds)
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
-        return [
-            Reply(text, p, r) for text, p, r in zip(texts, prompt_ids, responses, strict=True)
+        return [  # a continued response goes on from its own text: no new prefill
+            Reply(text, p, r) if c else Reply(self.chat.reply(text), p, r, self.chat.prefill)
+            for c, text, p, r in zip(continued, texts, prompt_ids, responses, strict=True)
         ]
 
 
@@ -127,9 +144,10 @@ class _Live:
         tokenizer = getattr(responder, "tokenizer", None)
         if "continuation" not in info or not reply.response_ids or tokenizer is None:
             return
+        generated = len(reply.prefill)  # the env cut the whole reply; the ids are generated
         reply.response_ids, self.prompt_ids = continue_ids(
-            tokenizer, reply.prompt_ids, reply.response_ids, reply.text,
-            int(info["response_cut"]), str(info["continuation"]), goes_on)
+            tokenizer, reply.prompt_ids, reply.response_ids, reply.text[generated:],
+            max(int(info["response_cut"]) - generated, 0), str(info["continuation"]), goes_on)
 
     @property
     def traj_id(self) -> str:

@@ -4,8 +4,9 @@ Holds :class:`ModelConfig`, :class:`RolloutConfig`, :class:`EvalConfig` (periodi
 evaluation), :class:`SFTConfig` (behaviour cloning), :class:`RLConfig`, :class:`RunConfig`
 (output, logging, checkpoints) and :class:`TrainConfig` grouping them as sections, plus
 :func:`load_config` (YAML file + ``section.field=value`` overrides), :func:`apply_overrides`,
-:func:`config_to_dict`, :func:`iter_fields` (what the CLI turns into ``--section.field``
-flags) and :func:`method_config_yaml` (the per-method files under ``configs/rl/``).
+:func:`split_override`, :func:`config_to_dict`, :func:`iter_fields` (what the CLI turns into
+``--section.field`` flags) and :func:`method_config_yaml` (the per-method files under
+``configs/rl/``).
 
 Defaults reproduce the study's agent-run settings (16 groups × 8 rollouts, history of 2,
 train T = 1.0, the env's response budget and evaluation sampling, lr 1e-6, one update
@@ -40,6 +41,7 @@ __all__ = [
     "load_config",
     "method_config_yaml",
     "parse_value",
+    "split_override",
 ]
 
 
@@ -59,6 +61,10 @@ class ModelConfig:
             (head_dim = hidden_size / num_heads must be >= 32 for vLLM's CPU attention).
         init_seed: seed of the ``tiny`` model's random initialisation.
         gradient_checkpointing: trade compute for memory (large models).
+        chat_template_kwargs: keyword arguments of every ``apply_chat_template`` call (Qwen3:
+            ``{enable_thinking: false}``); a reply opening the template prefills (``<think>``)
+            is put before the generated text for the format check, never into the trained
+            response tokens.
     """
 
     name: str = "smollm2"
@@ -70,6 +76,7 @@ class ModelConfig:
     intermediate_size: int = 256
     init_seed: int = 0
     gradient_checkpointing: bool = False
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -144,6 +151,8 @@ class EvalConfig:
         every: evaluate every this many steps (0 = only at the start and the end).
         episodes: held-out tasks, one rollout each; task ``i`` uses seed ``seed + i``.
         seed: first held-out seed (far from the training seeds).
+        reset_options: ``options`` of the held-out resets (``null``: the rollout's, e.g. a
+            held-out split: ``{split: eval_out_of_distribution}``).
         temperature, top_p, top_k: evaluation sampling (``null``: the study's for the env,
             e.g. T 0.6 / top-p 0.95 / top-k 20 on ALFWorld and WebShop, T 0.4 on Sokoban).
         max_new_tokens: response budget (``null``: the rollout's).
@@ -153,6 +162,7 @@ class EvalConfig:
     every: int = 10
     episodes: int = 32
     seed: int = 1_000_000
+    reset_options: dict[str, Any] | None = None
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
@@ -391,6 +401,17 @@ def parse_value(text: str) -> Any:
     return value
 
 
+def split_override(item: str) -> tuple[str, str, list[str], str]:
+    """``"rl.method_overrides.kl_coef=0.05"`` → ``("rl", "method_overrides", ["kl_coef"],
+    "0.05")``; a ``ValueError`` for anything not shaped ``section.field[.key]=value``."""
+    key, sep, value = item.partition("=")
+    parts = key.strip().split(".")
+    if not sep or len(parts) < 2:
+        raise ValueError(f"override {item!r} must look like section.field=value")
+    section, name, *sub = parts
+    return section, name, sub, value
+
+
 def apply_overrides(config: TrainConfig, overrides: Sequence[str]) -> TrainConfig:
     """Apply ``section.field=value`` strings (values parsed as YAML, then typed).
 
@@ -403,11 +424,7 @@ def apply_overrides(config: TrainConfig, overrides: Sequence[str]) -> TrainConfi
     {'kl_coef': 0.05}
     """
     for item in overrides:
-        key, sep, value = item.partition("=")
-        parts = key.strip().split(".")
-        if not sep or len(parts) < 2:
-            raise ValueError(f"override {item!r} must look like section.field=value")
-        section, name, *sub = parts
+        section, name, sub, value = split_override(item)
         if sub:
             current = dict(getattr(getattr(config, section, None), name, None) or {})
             node = current

@@ -2,7 +2,8 @@
 
 Holds :func:`heldout_rollout` (the episodes themselves, for analyses
 such as ``scripts/sokoban_failures.py``) and :func:`evaluate_policy` (their metrics). Task ``i``
-uses env seed ``eval.seed + i`` (far from the training seeds), one rollout each, sampled with
+uses env seed ``eval.seed + i`` (far from the training seeds) and ``eval.reset_options`` (by
+default the rollout's), one rollout each, sampled with
 :func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the env by
 default). Every episode samples from its own random stream,
 so two checkpoints evaluated with the same config play the same episodes up to their own
@@ -39,7 +40,8 @@ def heldout_rollout(
         tasks,
         1,
         max_turns=config.rollout.max_turns,
-        reset_options=config.rollout.reset_options or None,
+        reset_options=(config.rollout.reset_options if e.reset_options is None
+                       else e.reset_options) or None,
         seed=config.run.seed + e.seed,
         progress=progress,
         desc="eval",

