@@ -44,10 +44,10 @@ ROW_NOTES = (
     "expert: the env's privileged planner (the task can be won); webshop-heuristic / "
     "math-coder: scripted agents that read only the page or problem; random / webshop-random / "
     "math-random: uniform random actions (the floor); hf:smollm2: the embedded SmolLM2-135M-"
-    "Instruct, untrained for this task: it never answers in the study's strict "
-    "<think>...</think><action>...</action> format (valid format 0%), so it scores 0, which is "
-    "what behaviour cloning and RL are for. ALFWorld episodes stop at 25 turns and SmolLM2's at "
-    "2 here (the envs allow 50 and 15)."
+    "Instruct, untrained for this task: no answer of it passes the study's format check "
+    "(<think>...</think><action>...</action>; valid format 0%), so it scores 0, which is what "
+    "behaviour cloning and RL are for. ALFWorld episodes stop at 25 turns and SmolLM2's at 2 "
+    "here (the envs allow 50 and 15)."
 )
 
 
@@ -110,9 +110,8 @@ def _clone(out: Path) -> str:
         f"Behaviour cloning ({last['step']} steps on {config.sft.episodes} expert Sokoban "
         f"episodes, a tiny random Llama): on {config.eval.episodes} held-out levels, valid format "
         f"{first['eval/valid_format_ratio']:.0%} -> {last['eval/valid_format_ratio']:.0%}, success "
-        f"{first['eval/success_rate']:.0%} -> {last['eval/success_rate']:.0%} (a random mover "
-        "gets about 30%: the format comes first; `make learn` trains on until the model reads "
-        f"the grid). Run folder: {run}"
+        f"{first['eval/success_rate']:.0%} -> {last['eval/success_rate']:.0%} (the format comes "
+        f"first; reading the grid takes longer: `make learn`). Run folder: {run}"
     )
 
 
