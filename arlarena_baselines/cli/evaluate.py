@@ -54,8 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(episodes that ended with an error are run again)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    g = p.add_argument_group("model agents (hf, openai, debate)")
-    g.add_argument("--model", default=None, help="hf: path/id (default: embedded SmolLM2); "
+    g = p.add_argument_group("model agents (hf, vllm, openai, debate)")
+    g.add_argument("--model", default=None, help="hf, vllm: path/id (default: embedded "
+                   "SmolLM2); "
                    "openai: model name (default $OPENAI_MODEL); debate: model of 3 debaters")
     g.add_argument("--base-url", default=None, help="openai: endpoint (default $OPENAI_BASE_URL)")
     g.add_argument("--api-key", default=None, help="openai: key (default $OPENAI_API_KEY)")
@@ -65,10 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "evaluation temperature for the env (0.6; Sokoban 0.4)")
     g.add_argument("--top-p", type=float, default=None, help="default: the env's (0.95; "
                    "Sokoban 1.0)")
-    g.add_argument("--top-k", type=int, default=None, help="hf: default the env's (20; Sokoban "
-                   "none); 0 disables")
-    g.add_argument("--chat-template-kwargs", default="{}", help="hf: JSON keyword arguments "
-                   "of the chat template, e.g. '{\"enable_thinking\": false}' (Qwen3)")
+    g.add_argument("--top-k", type=int, default=None, help="hf, vllm: default the env's "
+                   "(20; Sokoban none); 0 disables")
+    g.add_argument("--chat-template-kwargs", default="{}", help="hf, vllm: JSON keyword "
+                   "arguments of the chat template, e.g. '{\"enable_thinking\": false}' (Qwen3)")
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
     g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request")
     g.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
@@ -119,7 +120,7 @@ def _load_prices(text: str | None) -> dict[str, Any] | None:
 
 
 def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> dict[str, Any]:
-    if name == "hf":
+    if name in ("hf", "vllm"):
         return {"model": args.model, "max_new_tokens": args.max_tokens,
                 "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
                 "seed": args.seed or 0,

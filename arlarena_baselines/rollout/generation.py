@@ -3,7 +3,7 @@
 Holds :class:`SamplingParams` (from :mod:`wrappers.agents.sampling`; the study's train and eval
 settings as :data:`TRAIN_SAMPLING` and :data:`EVAL_SAMPLING`), the :class:`GenerationBackend`
 interface, :class:`HFBackend` (the KV-cache decode loop of
-:func:`~wrappers.agents.sampling.generate_tokens` on the policy module itself, so it never
+:func:`~wrappers.agents.sampling.generate_batched` on the policy module itself, so it never
 needs a weight sync) and the registry :data:`BACKENDS` behind :func:`make_backend` (``hf``; an
 engine plugs in with :func:`register_backend`: it samples token ids and takes the policy's
 weights in :meth:`GenerationBackend.sync_weights` after each update, as
@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from wrappers.agents.sampling import SamplingParams, eos_token_ids, generate_tokens
+from wrappers.agents.sampling import SamplingParams, eos_token_ids, generate_batched
 
 __all__ = [
     "BACKENDS",
@@ -90,24 +90,10 @@ class HFBackend(GenerationBackend):
     def generate(
         self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
     ) -> list[list[int]]:
-        if len(seeds) != len(prompts):
-            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        out: list[list[int]] = [[] for _ in prompts]
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            responses = generate_tokens(
-                self.model,
-                [prompts[i] for i in chunk],
-                sampling,
-                [seeds[i] for i in chunk],
-                pad_id=self.pad_id,
-                eos_ids=self.eos_ids,
-                autocast_dtype=self.autocast_dtype,
-            )
-            for i, ids in zip(chunk, responses, strict=True):
-                out[i] = ids
-        return out
+        return generate_batched(
+            self.model, prompts, sampling, seeds, batch_size=self.batch_size,
+            pad_id=self.pad_id, eos_ids=self.eos_ids, autocast_dtype=self.autocast_dtype,
+        )
 
 
 BackendFactory = Callable[..., GenerationBackend]

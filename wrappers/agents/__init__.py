@@ -1,9 +1,10 @@
 """Agents: a batch of prompts in, a batch of responses out, registered by name.
 
 Built in: ``random``, ``expert`` (the env's privileged expert), ``hf`` (a local transformers
-model, the embedded SmolLM2 by default), ``openai`` (any OpenAI-compatible endpoint),
-``debate`` and ``aggressive-debate`` (several endpoints arguing), and the env-specific scripted
-agents (``math-coder``, ``math-random``, ``webshop-heuristic``, ``webshop-random``).
+model, the embedded SmolLM2 by default), ``vllm`` (a local model on a vLLM engine), ``openai``
+(any OpenAI-compatible endpoint), ``debate`` and ``aggressive-debate`` (several endpoints
+arguing), and the env-specific scripted agents (``math-coder``, ``math-random``,
+``webshop-heuristic``, ``webshop-random``).
 """
 
 from wrappers.agents import (
@@ -12,6 +13,7 @@ from wrappers.agents import (
     math_scripted,
     openai_chat,
     scripted,
+    vllm_agent,
     webshop_heuristic,
 )
 from wrappers.agents.base import (
@@ -25,6 +27,8 @@ from wrappers.agents.base import (
     register_agent,
 )
 from wrappers.agents.hf import HFAgent
+from wrappers.agents.local import LocalModelAgent
+from wrappers.agents.vllm_agent import VLLMAgent
 
 __all__ = [
     "AGENTS",
@@ -34,6 +38,8 @@ __all__ = [
     "AgentRequest",
     "BudgetExhausted",
     "HFAgent",
+    "LocalModelAgent",
+    "VLLMAgent",
     "cache",
     "debate",
     "make_agent",
@@ -41,5 +47,6 @@ __all__ = [
     "openai_chat",
     "register_agent",
     "scripted",
+    "vllm_agent",
     "webshop_heuristic",
 ]

