@@ -1,13 +1,24 @@
-"""Trainer throughput: rollout tokens/s per generation backend, RL step time, peak memory.
+"""Generation and trainer throughput: evaluation agents against the weight-streaming floor,
+rollout tokens/s per generation backend, RL step time, peak memory.
 
-Run ``python bench/trainer.py`` (``--models tiny,smollm2``, ``--dtypes float32,bfloat16``,
-``--groups``, ``--group-size``, ``--turns``, ``--max-new-tokens``, ``--threads``). Each case
-runs in a fresh subprocess (so its peak resident memory is its own): it loads the model,
-rolls out ``groups × group-size`` Sokoban episodes (the study's prompt, history 2) for
-``turns`` turns and times one full RL step (rollout + scoring + reference + SAMPO update).
-Generation throughput is measured for the ``hf`` backend and, when vLLM is importable, for
-``vllm`` on the same prompts. The table prints ratios against the tiny float32 model and,
-per model, vLLM against transformers.
+Run ``python bench/trainer.py`` (``--section agents|trainer|all``, ``--models tiny,smollm2``,
+``--threads 1,2``, ``--max-new-tokens``). Each case runs in a fresh subprocess (so its peak
+resident memory and its thread count are its own).
+
+``agents``: each agent of ``--agents`` (``hf:float32``, ``hf:bfloat16``, ``vllm:float32``;
+``vllm:float32:noprefix`` turns vLLM's prefix cache off) plays ``--episodes`` Sokoban episodes
+of ``--turns`` turns (the study's prompt, history 2, one episode at a time by default) with the
+study's evaluation sampling. It prints generated tokens/s over the time spent in the agent's
+generation (prefill included, as a user waits for it) against the floor measured in the same
+subprocess: memory bandwidth (a sum over a 512 MiB tensor with the case's threads) over the
+bytes of the weights, i.e. decoding that reads every weight once per token and does nothing
+else.
+
+``trainer``: per model and ``--dtypes``, rolls out ``groups × group-size`` Sokoban episodes for
+``turns`` turns and times one full RL step (rollout + scoring + reference + SAMPO update), with
+``--env-workers`` env processes; the ``hf`` backend and, when vLLM is importable, ``vllm`` on
+the same prompts. The tables print ratios against the first row and, per model, vLLM against
+transformers.
 """
 
 from __future__ import annotations
@@ -16,28 +27,119 @@ import argparse
 import importlib.util
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+
+def memory_bandwidth() -> float:
+    """Bytes per second a reduction over a 512 MiB float32 tensor reads (median of 5), with
+    torch's current thread count."""
+    import torch
+
+    data = torch.ones(2**27)
+    data.sum()
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        data.sum()
+        times.append(time.perf_counter() - start)
+    return data.numel() * data.element_size() / statistics.median(times)
+
+
+def model_folder(model: str) -> str | None:
+    """A model folder for ``model``: the tiny trainer model saved to a temporary folder, or
+    ``None`` for the embedded SmolLM2 (each agent loads it its own way)."""
+    if model != "tiny":
+        return None if model == "smollm2" else model
+    from arlarena_baselines.trainer.config import ModelConfig
+    from arlarena_baselines.trainer.models import save_model, smollm2_tokenizer, tiny_model
+
+    tokenizer = smollm2_tokenizer()
+    return str(save_model(tiny_model(ModelConfig(name="tiny"), tokenizer), tokenizer,
+                          tempfile.mkdtemp(prefix="bench-tiny-")))
+
+
+def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace) -> dict:
+    """Decode throughput of one evaluation agent, in this process."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from arlarena_baselines.evaluation import EvalConfig, evaluate
+    from wrappers.agents import make_agent
+
+    torch.set_num_threads(threads)
+    name, dtype, *flags = spec.split(":")
+    folder = model_folder(model)
+    options = {"prefix_caching": "noprefix" not in flags} if name == "vllm" else {}
+    agent = make_agent(name, model=folder, dtype=dtype, max_new_tokens=args.max_new_tokens,
+                       **options)
+    if name == "hf":
+        params = streamed_parameters(agent.model)
+    else:
+        with torch.device("meta"):
+            shape = AutoModelForCausalLM.from_config(
+                AutoConfig.from_pretrained(folder or agent._folder))
+        params = streamed_parameters(shape)
+    timed = {"s": 0.0}
+    generate = agent.generate
+
+    def timed_generate(prompts, seeds):
+        start = time.perf_counter()
+        out = generate(prompts, seeds)
+        timed["s"] += time.perf_counter() - start
+        return out
+
+    agent.generate = timed_generate
+    try:
+        evaluate(
+            EvalConfig(episodes=args.episodes, batch_size=args.agent_batch, seed=10_000,
+                       env_kwargs={"max_episode_steps": args.turns}),
+            agent, Path(tempfile.mkdtemp(prefix="bench-agent-")) / "r.jsonl", progress=False,
+        )
+        usage = agent.usage()
+    finally:
+        agent.close()
+    weight_bytes = params * torch.finfo(getattr(torch, dtype)).bits // 8
+    bandwidth = memory_bandwidth()
+    return {
+        "model": model, "agent": spec, "threads": threads,
+        "tokens_per_s": usage["completion_tokens"] / timed["s"],
+        "prompt_tokens": usage["prompt_tokens"] / max(usage["requests"], 1),
+        "floor_per_s": bandwidth / weight_bytes * min(args.agent_batch, args.episodes),
+        "bandwidth_gbs": bandwidth / 1e9, "weight_mib": weight_bytes / 2**20,
+    }
+
+
+def streamed_parameters(model) -> int:
+    """Parameters a decode step reads in full: all but an untied input embedding (of which
+    it reads one row per token)."""
+    total = sum(p.numel() for p in model.parameters())
+    embedding = model.get_input_embeddings().weight
+    if embedding is not model.get_output_embeddings().weight:
+        total -= embedding.numel()
+    return total
 
 
 def run_case(model: str, dtype: str, backend: str, args: argparse.Namespace) -> dict:
-    """One measurement, in this process (called in a subprocess by :func:`main`)."""
+    """One RL-step measurement, in this process (called in a subprocess by :func:`main`)."""
     import torch
 
     from arlarena_baselines.rollout import SamplingParams, Task, collect
     from arlarena_baselines.trainer.config import load_config
     from arlarena_baselines.trainer.rl import RLTrainer
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(int(args.threads.split(",")[0]))
     out = tempfile.mkdtemp(prefix="bench-trainer-")
     config = load_config(None, [
         f"model.name={model}", f"model.dtype={dtype}", f"rollout.backend={backend}",
         "rollout.env=sokoban", f"rollout.n_groups={args.groups}",
         f"rollout.group_size={args.group_size}", f"rollout.max_turns={args.turns}",
-        f"rollout.max_new_tokens={args.max_new_tokens}", "rl.method=SAMPO", "rl.steps=1",
+        f"rollout.max_new_tokens={args.max_new_tokens}",
+        f"rollout.env_workers={args.env_workers}", "rl.method=SAMPO", "rl.steps=1",
         "rl.method_overrides={cold_start_steps: 100}", "eval.episodes=0",
         "run.progress=false", "run.tensorboard=false", f"run.out={out}",
     ])
@@ -69,53 +171,92 @@ def run_case(model: str, dtype: str, backend: str, args: argparse.Namespace) -> 
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="tiny,smollm2")
-    parser.add_argument("--dtypes", default="float32,bfloat16")
-    parser.add_argument("--groups", type=int, default=2)
-    parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--turns", type=int, default=2)
-    parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
-    parser.add_argument("--case", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.case:
-        print(json.dumps(run_case(*args.case.split(":"), args)))
+def _subprocess(args: argparse.Namespace, case: str) -> dict | None:
+    argv = [a for a in sys.argv[1:] if not a.startswith("--case")]
+    done = subprocess.run([sys.executable, __file__, *argv, "--case", case],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"{case} failed:\n{done.stderr[-1500:]}")
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def agents_table(args: argparse.Namespace) -> None:
+    rows = [row for model in args.models.split(",") for spec in args.agents.split(",")
+            for threads in args.threads.split(",")
+            if (row := _subprocess(args, f"agent:{model}:{spec}:{threads}"))]
+    if not rows:
         return
+    print(f"Sokoban eval, study prompt (history 2), {args.episodes} episode(s) x {args.turns} "
+          f"turns, {args.agent_batch} in flight, <= {args.max_new_tokens} new tokens, "
+          "the agents' sampling (T 0.6, top-p 0.95, top-k 20)")
+    print("| model | agent | threads | prompt tok | gen tok/s | floor tok/s | of floor | "
+          "GB/s | weights MiB | vs first row of model |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    first: dict[str, float] = {}
+    for r in rows:
+        base = first.setdefault(r["model"], r["tokens_per_s"])
+        print(f"| {r['model']} | {r['agent']} | {r['threads']} | {r['prompt_tokens']:.0f} | "
+              f"{r['tokens_per_s']:.1f} | {r['floor_per_s']:.1f} | "
+              f"{r['tokens_per_s'] / r['floor_per_s']:.2f} | {r['bandwidth_gbs']:.1f} | "
+              f"{r['weight_mib']:.0f} | {r['tokens_per_s'] / base:.2f} |")
+
+
+def trainer_table(args: argparse.Namespace) -> None:
     backends = ["hf"] + (["vllm"] if importlib.util.find_spec("vllm") else [])
-    rows = []
-    for model in args.models.split(","):
-        for dtype in args.dtypes.split(","):
-            for backend in backends:
-                argv = [a for a in sys.argv[1:] if not a.startswith("--case")]
-                done = subprocess.run(
-                    [sys.executable, __file__, *argv, "--case", f"{model}:{dtype}:{backend}"],
-                    capture_output=True, text=True,
-                )
-                if done.returncode != 0:
-                    print(f"{model} {dtype} {backend} failed:\n{done.stderr[-1500:]}")
-                    continue
-                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    rows = [row for model in args.models.split(",") for dtype in args.dtypes.split(",")
+            for backend in backends if (row := _subprocess(args, f"{model}:{dtype}:{backend}"))]
     if not rows:
         return
     base = rows[0]
     hf_rate = {(r["model"], r["dtype"]): r["gen_tokens_per_s"] for r in rows
                if r["backend"] == "hf"}
     print(f"Sokoban, study prompt (history 2), {args.groups} groups x {args.group_size}, "
-          f"{args.turns} turns, <= {args.max_new_tokens} new tokens; SAMPO step "
-          f"(vLLM {'present' if 'vllm' in backends else 'not installed'})")
+          f"{args.turns} turns, <= {args.max_new_tokens} new tokens, "
+          f"{args.threads.split(',')[0]} torch threads, {args.env_workers} env workers; "
+          f"SAMPO step (vLLM {'present' if 'vllm' in backends else 'not installed'})")
     print("| model | dtype | backend | prompt tok | gen tok/s | vs hf | step s | rollout s | "
-          "update s | peak MiB | step vs tiny fp32 |")
+          "update s | peak MiB | step vs first |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['model']} | {r['dtype']} | {r['backend']} | {r['prompt_tokens']:.0f} | "
             f"{r['gen_tokens_per_s']:.1f} | "
-            f"{r['gen_tokens_per_s'] / hf_rate[(r['model'], r['dtype'])]:.2f} | "
+            f"{r['gen_tokens_per_s'] / hf_rate.get((r['model'], r['dtype']), 1.0):.2f} | "
             f"{r['step_s']:.2f} | {r['rollout_s']:.2f} | {r['update_s']:.2f} | "
             f"{r['peak_mib']:.0f} | {r['step_s'] / base['step_s']:.1f}x |"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--section", choices=("agents", "trainer", "all"), default="all")
+    parser.add_argument("--models", default="tiny,smollm2")
+    parser.add_argument("--agents", default="hf:float32,hf:bfloat16,vllm:float32")
+    parser.add_argument("--episodes", type=int, default=1, help="agents: episodes")
+    parser.add_argument("--agent-batch", type=int, default=1, help="agents: episodes in flight")
+    parser.add_argument("--dtypes", default="float32", help="trainer: model.dtype values")
+    parser.add_argument("--groups", type=int, default=2)
+    parser.add_argument("--group-size", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--threads", default="1", help="torch threads, comma-separated "
+                        "(agents: one case each; trainer: the first)")
+    parser.add_argument("--env-workers", type=int, default=0, help="trainer: env processes")
+    parser.add_argument("--case", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        kind, *rest = args.case.split(":")
+        if kind == "agent":
+            model, *spec, threads = rest
+            print(json.dumps(run_agent_case(model, ":".join(spec), int(threads), args)))
+        else:
+            print(json.dumps(run_case(kind, *rest, args)))
+        return
+    if args.section in ("agents", "all"):
+        agents_table(args)
+    if args.section in ("trainer", "all"):
+        trainer_table(args)
 
 
 if __name__ == "__main__":
