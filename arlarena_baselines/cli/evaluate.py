@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(episodes that ended with an error are run again)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--threads", type=int, default=0, help="hf: torch CPU threads (default 0 = "
+                   "auto: the cores left free by the machine's load, at least 1; a thread more "
+                   "than the free cores decodes several times slower)")
     g = p.add_argument_group("model agents (hf, vllm, openai, debate)")
     g.add_argument("--model", default=None, help="hf, vllm: path/id (default: embedded "
                    "SmolLM2); "
@@ -220,8 +223,14 @@ def run(args: argparse.Namespace) -> int:
     shared = {"cache": cache, "budget": budget, "prices": prices}
     paths = []
     status = 0
+    names = [a.strip() for a in args.agent.split(",") if a.strip()]
+    threads = None
+    if "hf" in names:  # the only agent that decodes with torch in this process
+        from arlarena_baselines.trainer.runs import TorchThreads
+
+        threads = TorchThreads(args.threads)
     try:
-        for name in [a.strip() for a in args.agent.split(",") if a.strip()]:
+        for name in names:
             try:
                 agent = make_agent(name, **_agent_options(name, args, shared))
             except (ValueError, ModuleNotFoundError, OSError) as error:
@@ -265,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if cache is not None:
             cache.close()
+        if threads is not None:
+            threads.restore()
     records = [r for path in paths if path.exists() for r in read_records(path)]
     print(format_table(summarize(records)))
     print("results: " + ", ".join(str(p) for p in paths))

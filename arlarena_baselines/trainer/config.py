@@ -271,8 +271,10 @@ class RunConfig:
         wandb: also log to Weights & Biases (``pip install wandb``); ``wandb_project`` names
             the project.
         progress: show progress bars.
-        threads: torch CPU threads during the run (0 = torch's default). On a shared,
-            oversubscribed machine 1 thread is often several times faster than 2.
+        threads: torch CPU threads during the run; 0 (the default) chooses them by
+            :func:`~arlarena_baselines.trainer.runs.auto_threads`: the cores left free by the
+            machine's load, at least 1. A thread more than the free cores decodes several
+            times slower (measured by ``bench/trainer.py``).
     """
 
     out: str = "runs/default"

@@ -1,10 +1,12 @@
 """What every training phase does before its first step: the run folder, seeds, threads.
 
-Holds :func:`prepare_run_dir`, :func:`seed_everything` and :class:`TorchThreads`.
+Holds :func:`prepare_run_dir`, :func:`seed_everything`, :func:`auto_threads` (the rule behind
+``run.threads=0``) and :class:`TorchThreads`.
 """
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import yaml
 
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
 
-__all__ = ["TorchThreads", "prepare_run_dir", "seed_everything"]
+__all__ = ["TorchThreads", "auto_threads", "prepare_run_dir", "seed_everything"]
 
 
 def seed_everything(seed: int) -> None:
@@ -41,14 +43,29 @@ def prepare_run_dir(config: TrainConfig, phase: str, resume: bool) -> Path:
     return run_dir
 
 
+def auto_threads() -> int:
+    """torch CPU threads for a run that does not set them: the cores this process may use
+    less the machine's 1-minute load average (what other processes keep busy), at least 1
+    and at most torch's own default.
+
+    Measured on a 2-core machine (``python bench/trainer.py``, README "Threads"): a thread
+    more than the cores left free makes decoding several times slower (torch's threads spin
+    and wait for each other when another process holds a core), while on free cores a second
+    thread helps a model whose weights outgrow the caches.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    free = (cores or 1) - round(os.getloadavg()[0])
+    return max(1, min(free, torch.get_num_threads()))
+
+
 class TorchThreads:
-    """Set torch's CPU thread count for a run (``0``: leave it) and restore it on
+    """Set torch's CPU thread count for a run (``0``: :func:`auto_threads`) and restore it on
     :meth:`restore`, so a run inside a larger process leaves no trace."""
 
     def __init__(self, threads: int) -> None:
         self.previous = torch.get_num_threads()
-        if threads > 0:
-            torch.set_num_threads(threads)
+        self.threads = threads if threads > 0 else auto_threads()
+        torch.set_num_threads(self.threads)
 
     def restore(self) -> None:
         torch.set_num_threads(self.previous)
