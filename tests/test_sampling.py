@@ -3,7 +3,8 @@
 On a tiny random model (a near-uniform softmax over SmolLM2's 49k tokens): at the training
 sampling most sampled tokens rank far beyond any top-k a library would default to, at the
 evaluation sampling none ranks beyond 20; a sequence does not depend on its batch; the ``hf``
-agent samples exactly like the trainer's backend.
+agent samples exactly like the trainer's backend; reusing the KV of a shared prompt prefix
+changes nothing but speed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from arlarena_baselines.trainer.models import load_policy
 from tests.sampling_checks import token_ranks
 from wrappers.agents import AgentRequest, make_agent
 from wrappers.agents.base import stream_seed
-from wrappers.agents.sampling import generate_tokens, sample_tokens, sampling_probs
+from wrappers.agents.sampling import (
+    PrefixCache,
+    generate_tokens,
+    sample_tokens,
+    sampling_probs,
+)
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
@@ -150,3 +156,24 @@ def test_the_hf_agent_samples_as_the_trainer_does(tiny, tmp_path):
     assert texts == tokenizer.batch_decode(expected, skip_special_tokens=True)
     other_turn = AgentRequest(requests[0].prompt, episode_id=requests[0].episode_id, turn=2)
     assert agent.act([other_turn])[0] != texts[0]
+
+
+def test_a_reused_prompt_prefix_changes_no_token(tiny):
+    """Turns of episodes: a shared preamble, each episode's history growing turn by turn. With
+    a prefix cache kept across the calls, every call samples what it samples without one, and
+    after the first no call computes the preamble again."""
+    model, tokenizer = tiny
+    preamble = "You are an agent in a maze of boxes. " * 4
+    head = len(encode_prompt(tokenizer, preamble)) - 8  # less the template's closing tokens
+    cache = PrefixCache()
+    sampling = with_budget(TRAIN_SAMPLING)
+    options = {"pad_id": tokenizer.pad_token_id, "eos_ids": [tokenizer.eos_token_id]}
+    for turn, batch in enumerate([[0], [0], [0, 1, 2], [1, 2]]):
+        prompts = [encode_prompt(tokenizer, preamble + f"episode {e}. " + "moved up. " * turn)
+                   for e in batch]
+        seeds = [stream_seed(0, f"e{e}", turn) for e in batch]
+        plain = generate_tokens(model, prompts, sampling, seeds, **options)
+        reused = cache.reused
+        cached = generate_tokens(model, prompts, sampling, seeds, prefix_cache=cache, **options)
+        assert cached == plain, turn
+        assert cache.reused - reused >= (head * len(batch) if turn else 0), turn

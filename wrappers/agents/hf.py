@@ -70,7 +70,10 @@ class HFAgent(LocalModelAgent):
     format, sampling and seeds), by the decode loop the trainer uses too
     (:func:`~wrappers.agents.sampling.generate_batched`), ``batch_size`` prompts at a time.
 
-    ``dtype`` is the weights' precision (``float32`` or ``bfloat16``).
+    ``dtype`` is the weights' precision (``float32`` or ``bfloat16``); with
+    ``prefix_caching`` the KV of the prompt prefix a batch shares (the study's preamble, an
+    episode's earlier turns) is kept and reused by later turns
+    (:class:`~wrappers.agents.sampling.PrefixCache`).
     """
 
     name = "hf"
@@ -86,12 +89,13 @@ class HFAgent(LocalModelAgent):
         seed: int = 0,
         device: str = "cpu",
         dtype: str = "float32",
+        prefix_caching: bool = True,
         chat_template_kwargs: Mapping[str, object] | None = None,
         **_: object,
     ) -> None:
         import torch
 
-        from wrappers.agents.sampling import eos_token_ids
+        from wrappers.agents.sampling import PrefixCache, eos_token_ids
 
         self.model, tokenizer = load_model(model, dtype=getattr(torch, dtype), device=device)
         super().__init__(
@@ -101,6 +105,7 @@ class HFAgent(LocalModelAgent):
         self.name = f"hf:{model or DEFAULT_MODEL}"
         self.eos_ids = eos_token_ids(self.model, tokenizer)
         self.batch_size = batch_size
+        self.prefix_cache = PrefixCache() if prefix_caching else None
 
     def generate(self, prompts: list[list[int]], seeds: list[int]) -> list[list[int]]:
         from wrappers.agents.sampling import generate_batched
@@ -108,4 +113,5 @@ class HFAgent(LocalModelAgent):
         return generate_batched(
             self.model, prompts, self.sampling, seeds, batch_size=self.batch_size,
             pad_id=int(self.tokenizer.pad_token_id), eos_ids=self.eos_ids,
+            prefix_cache=self.prefix_cache,
         )

@@ -3,7 +3,8 @@
 Holds :class:`SamplingParams` (temperature, top-p, top-k, response budget),
 :func:`sampling_probs` (the distribution a row is sampled from), :func:`sample_tokens` (one
 token per row, each row from its own ``torch.Generator``), :func:`eos_token_ids` (the tokens
-that end a response), :func:`generate_tokens`, the KV-cache decode loop, and
+that end a response), :class:`PrefixCache` (the KV of a shared prompt prefix, kept across
+calls), :func:`generate_tokens`, the KV-cache decode loop, and
 :func:`generate_batched` (it in length-sorted chunks), what the ``hf`` agent and the trainer's
 ``hf`` generation backend share.
 
@@ -26,6 +27,7 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "PrefixCache",
     "SamplingParams",
     "eos_token_ids",
     "generate_batched",
@@ -130,6 +132,69 @@ def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
+def _common_length(rows: Sequence[Sequence[int]]) -> int:
+    """Length of the longest prefix all ``rows`` share."""
+    first, length = rows[0], min(len(r) for r in rows)
+    for row in rows[1:]:
+        length = next((i for i in range(length) if row[i] != first[i]), length)
+    return length
+
+
+class PrefixCache:
+    """The KV cache of the prompt prefix the last batch shared, for a model that does not
+    change (an evaluation agent's), reused by later :func:`generate_tokens` calls as far as
+    their prompts match it: the preamble of every prompt, an episode's earlier turns.
+
+    Attributes:
+        min_tokens: a shared prefix shorter than this is not worth a separate pass.
+        reused: prompt tokens whose KV came from the cache instead of a forward pass.
+    """
+
+    def __init__(self, min_tokens: int = 16) -> None:
+        self.min_tokens = min_tokens
+        self.reused = 0
+        self.ids: list[int] = []
+        self.kv: list[tuple[Tensor, Tensor]] = []
+        self.enabled = True
+
+    def lookup(self, model: torch.nn.Module, prompts: Sequence[Sequence[int]]) -> tuple[int, Any]:
+        """``(n, cache)``: the KV cache of the first ``n`` tokens every prompt shares
+        (expanded to the batch; at least one token of each prompt is left to prefill), or
+        ``(0, None)`` where no prefix of ``min_tokens`` is shared."""
+        from transformers.cache_utils import DynamicLayer
+
+        common = min(_common_length(prompts), min(len(p) for p in prompts) - 1)
+        if not self.enabled or common < self.min_tokens:
+            return 0, None
+        known = min(_common_length([self.ids, prompts[0]]) if self.ids else 0, common)
+        kv = [(k[:, :, :known], v[:, :, :known]) for k, v in self.kv]
+        if common > known:
+            device = next(model.parameters()).device
+            result = model(
+                input_ids=torch.as_tensor([list(prompts[0][known:common])], device=device),
+                position_ids=torch.arange(known, common, device=device)[None],
+                past_key_values=self._cache(model, kv, 1) if known else None,
+                use_cache=True, logits_to_keep=1,
+            )
+            layers = result.past_key_values.layers
+            if not all(type(layer) is DynamicLayer for layer in layers):
+                self.enabled = False  # sliding windows and the like: not sliced here
+                return 0, None
+            kv = [(layer.keys, layer.values) for layer in layers]
+        self.ids, self.kv = list(prompts[0][:common]), kv
+        self.reused += known * len(prompts)
+        return common, self._cache(model, kv, len(prompts))
+
+    @staticmethod
+    def _cache(model: torch.nn.Module, kv: list[tuple[Tensor, Tensor]], batch: int) -> Any:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=model.config)
+        for index, (keys, values) in enumerate(kv):
+            cache.update(keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1), index)
+        return cache
+
+
 @torch.no_grad()
 def generate_tokens(
     model: torch.nn.Module,
@@ -140,12 +205,15 @@ def generate_tokens(
     pad_id: int,
     eos_ids: Sequence[int],
     autocast_dtype: torch.dtype | None = None,
+    prefix_cache: PrefixCache | None = None,
 ) -> list[list[int]]:
     """Sample one response per prompt with a KV cache; ``seeds[i]`` seeds row ``i``'s stream.
 
     Prompts are left-padded into one batch; a row stops at its first end-of-sequence token
     (kept in the response) or after ``sampling.max_new_tokens`` tokens, and finished rows leave
-    the batch. The model is put in eval mode for the call and restored after.
+    the batch. With ``prefix_cache``, the prompt prefix every prompt shares is computed once
+    (or taken from the cache, as far as it matches) and only the rest is prefilled per row.
+    The model is put in eval mode for the call and restored after.
     """
     if len(seeds) != len(prompts):
         raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
@@ -154,14 +222,6 @@ def generate_tokens(
     if any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt needs at least one token")
     device = next(model.parameters()).device
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt) :] = torch.as_tensor(list(prompt), dtype=torch.long)
-        mask[row, width - len(prompt) :] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    positions = (mask.cumsum(-1) - 1).clamp_min(0)
     generators = [torch.Generator(device).manual_seed(int(s) % 2**63) for s in seeds]
     eos = torch.as_tensor(sorted(set(eos_ids)), dtype=torch.long, device=device)
     out: list[list[int]] = [[] for _ in prompts]
@@ -170,8 +230,18 @@ def generate_tokens(
     model.eval()
     try:
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            shared, cache = prefix_cache.lookup(model, prompts) if prefix_cache else (0, None)
+            width = max(len(p) for p in prompts) - shared
+            ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(prompts), shared + width), dtype=torch.long)
+            mask[:, :shared] = 1
+            for row, prompt in enumerate(prompts):
+                rest = list(prompt[shared:])
+                ids[row, width - len(rest) :] = torch.as_tensor(rest, dtype=torch.long)
+                mask[row, shared + width - len(rest) :] = 1
+            ids, mask = ids.to(device), mask.to(device)
+            positions = (mask.cumsum(-1) - 1).clamp_min(0)[:, shared:]
             step: dict[str, Any] = {"input_ids": ids, "position_ids": positions}
-            cache = None
             for _ in range(sampling.max_new_tokens):
                 result = model(
                     **step, attention_mask=mask, past_key_values=cache, use_cache=True,
@@ -209,6 +279,7 @@ def generate_batched(
     pad_id: int,
     eos_ids: Sequence[int],
     autocast_dtype: torch.dtype | None = None,
+    prefix_cache: PrefixCache | None = None,
 ) -> list[list[int]]:
     """:func:`generate_tokens` over chunks of ``batch_size`` prompts, sorted by length first
     (less padding); each row samples from its own seed, so chunking changes only speed."""
@@ -221,6 +292,7 @@ def generate_batched(
         responses = generate_tokens(
             model, [prompts[i] for i in chunk], sampling, [seeds[i] for i in chunk],
             pad_id=pad_id, eos_ids=eos_ids, autocast_dtype=autocast_dtype,
+            prefix_cache=prefix_cache,
         )
         for i, ids in zip(chunk, responses, strict=True):
             out[i] = ids
