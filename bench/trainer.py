@@ -6,13 +6,14 @@ Run ``python bench/trainer.py`` (``--section agents|trainer|all``, ``--models ti
 resident memory and its thread count are its own).
 
 ``agents``: each agent of ``--agents`` (``hf:float32``, ``hf:bfloat16``, ``vllm:float32``;
-``vllm:float32:noprefix`` turns vLLM's prefix cache off) plays ``--episodes`` Sokoban episodes
-of ``--turns`` turns (the study's prompt, history 2, one episode at a time by default) with the
-study's evaluation sampling. It prints generated tokens/s over the time spent in the agent's
-generation (prefill included, as a user waits for it) against the floor measured in the same
-subprocess: memory bandwidth (a sum over a 512 MiB tensor with the case's threads) over the
-bytes of the weights, i.e. decoding that reads every weight once per token and does nothing
-else.
+``:noprefix`` turns the agent's prefix cache off, e.g. ``vllm:float32:noprefix``) plays
+``--episodes`` Sokoban episodes of ``--turns`` turns (the study's prompt, history 2, one episode
+at a time by default) with the agents' default sampling (T 0.6, top-p 0.95, top-k 20). It
+prints generated tokens/s over the time spent in the agent's generation (prefill included, as a
+user waits for it) against the floor measured in the same subprocess: memory bandwidth (a sum
+over a 512 MiB tensor with the case's threads) over the bytes of the weights a decode step
+reads, times the episodes in flight: decoding that reads every weight once per step and does
+nothing else.
 
 ``trainer``: per model and ``--dtypes``, rolls out ``groups × group-size`` Sokoban episodes for
 ``turns`` turns and times one full RL step (rollout + scoring + reference + SAMPO update), with
@@ -74,9 +75,8 @@ def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace
     torch.set_num_threads(threads)
     name, dtype, *flags = spec.split(":")
     folder = model_folder(model)
-    options = {"prefix_caching": "noprefix" not in flags} if name == "vllm" else {}
     agent = make_agent(name, model=folder, dtype=dtype, max_new_tokens=args.max_new_tokens,
-                       **options)
+                       prefix_caching="noprefix" not in flags)
     if name == "hf":
         params = streamed_parameters(agent.model)
     else:
