@@ -12,8 +12,9 @@ at a time by default) with the agents' default sampling (T 0.6, top-p 0.95, top-
 prints generated tokens/s over the time spent in the agent's generation (prefill included, as a
 user waits for it) against the floor measured in the same subprocess: memory bandwidth (a sum
 over a 512 MiB tensor with the case's threads) over the bytes of the weights a decode step
-reads, times the episodes in flight: decoding that reads every weight once per step and does
-nothing else.
+reads, and float32 matrix-product FLOP/s: the floor is the time to read every weight once per
+decode step plus 2 × parameters FLOPs per prompt token prefilled (none reused), and the decode
+floor the first alone, times the episodes in flight.
 
 ``trainer``: per model and ``--dtypes``, rolls out ``groups × group-size`` Sokoban episodes for
 ``turns`` turns and times one full RL step (rollout + scoring + reference + SAMPO update), with
@@ -51,6 +52,20 @@ def memory_bandwidth() -> float:
     return data.numel() * data.element_size() / statistics.median(times)
 
 
+def matmul_flops() -> float:
+    """Float32 FLOP/s of a 1024² matrix product (median of 5), with torch's thread count."""
+    import torch
+
+    a = torch.randn(1024, 1024)
+    a @ a
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        a @ a
+        times.append(time.perf_counter() - start)
+    return 2 * 1024**3 / statistics.median(times)
+
+
 def model_folder(model: str) -> str | None:
     """A model folder for ``model``: the tiny trainer model saved to a temporary folder, or
     ``None`` for the embedded SmolLM2 (each agent loads it its own way)."""
@@ -84,13 +99,15 @@ def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace
             shape = AutoModelForCausalLM.from_config(
                 AutoConfig.from_pretrained(folder or agent._folder))
         params = streamed_parameters(shape)
-    timed = {"s": 0.0}
+    timed = {"s": 0.0, "prefill": 0, "steps": 0}
     generate = agent.generate
 
     def timed_generate(prompts, seeds):
         start = time.perf_counter()
         out = generate(prompts, seeds)
         timed["s"] += time.perf_counter() - start
+        timed["prefill"] += sum(map(len, prompts))
+        timed["steps"] += max(map(len, out), default=0)
         return out
 
     agent.generate = timed_generate
@@ -104,13 +121,17 @@ def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace
     finally:
         agent.close()
     weight_bytes = params * torch.finfo(getattr(torch, dtype)).bits // 8
-    bandwidth = memory_bandwidth()
+    bandwidth, flops = memory_bandwidth(), matmul_flops()
+    floor_s = (timed["steps"] * weight_bytes / bandwidth
+               + timed["prefill"] * 2 * params / flops)
     return {
         "model": model, "agent": spec, "threads": threads,
         "tokens_per_s": usage["completion_tokens"] / timed["s"],
         "prompt_tokens": usage["prompt_tokens"] / max(usage["requests"], 1),
-        "floor_per_s": bandwidth / weight_bytes * min(args.agent_batch, args.episodes),
-        "bandwidth_gbs": bandwidth / 1e9, "weight_mib": weight_bytes / 2**20,
+        "floor_per_s": usage["completion_tokens"] / floor_s,
+        "decode_floor_per_s": bandwidth / weight_bytes * min(args.agent_batch, args.episodes),
+        "bandwidth_gbs": bandwidth / 1e9, "gflops": flops / 1e9,
+        "weight_mib": weight_bytes / 2**20,
     }
 
 
@@ -191,19 +212,21 @@ def agents_table(args: argparse.Namespace) -> None:
           f"turns, {args.agent_batch} in flight, <= {args.max_new_tokens} new tokens, "
           "the agents' sampling (T 0.6, top-p 0.95, top-k 20)")
     print("| model | agent | threads | prompt tok | gen tok/s | floor tok/s | of floor | "
-          "GB/s | weights MiB | vs first row of model |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "decode floor tok/s | GB/s | GFLOP/s | weights MiB | vs first row of model |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     first: dict[str, float] = {}
     for r in rows:
         base = first.setdefault(r["model"], r["tokens_per_s"])
         print(f"| {r['model']} | {r['agent']} | {r['threads']} | {r['prompt_tokens']:.0f} | "
               f"{r['tokens_per_s']:.1f} | {r['floor_per_s']:.1f} | "
-              f"{r['tokens_per_s'] / r['floor_per_s']:.2f} | {r['bandwidth_gbs']:.1f} | "
-              f"{r['weight_mib']:.0f} | {r['tokens_per_s'] / base:.2f} |")
+              f"{r['tokens_per_s'] / r['floor_per_s']:.2f} | {r['decode_floor_per_s']:.1f} | "
+              f"{r['bandwidth_gbs']:.1f} | {r['gflops']:.0f} | {r['weight_mib']:.0f} | "
+              f"{r['tokens_per_s'] / base:.2f} |")
 
 
 def trainer_table(args: argparse.Namespace) -> None:
-    backends = ["hf"] + (["vllm"] if importlib.util.find_spec("vllm") else [])
+    backends = [b for b in args.backends.split(",")
+                if b != "vllm" or importlib.util.find_spec("vllm")]
     rows = [row for model in args.models.split(",") for dtype in args.dtypes.split(",")
             for backend in backends if (row := _subprocess(args, f"{model}:{dtype}:{backend}"))]
     if not rows:
@@ -243,6 +266,8 @@ def main() -> None:
     parser.add_argument("--threads", default="1", help="torch threads, comma-separated "
                         "(agents: one case each; trainer: the first)")
     parser.add_argument("--env-workers", type=int, default=0, help="trainer: env processes")
+    parser.add_argument("--backends", default="hf,vllm", help="trainer: generation backends "
+                        "(vllm where importable)")
     parser.add_argument("--case", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
