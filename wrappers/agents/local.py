@@ -28,6 +28,7 @@ class LocalModelAgent(Agent):
     :func:`~wrappers.agents.base.stream_seed` of its episode and turn, so an evaluation replays
     exactly after a resume, whatever else shares its batch.
 
+    Options an agent does not know are ignored (``make_agent`` passes every CLI option).
     ``chat_template_kwargs`` go to every ``apply_chat_template`` call (Qwen3:
     ``{"enable_thinking": False}``). When the template prefills the reply's opening (``<think>``,
     or an empty think block), the response returned is that prefill followed by the generated
@@ -44,6 +45,7 @@ class LocalModelAgent(Agent):
         top_k: int = 20,
         seed: int = 0,
         chat_template_kwargs: Mapping[str, object] | None = None,
+        **_: object,
     ) -> None:
         from wrappers.agents.sampling import SamplingParams  # imports torch
 

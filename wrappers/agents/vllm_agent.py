@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from wrappers.agents.base import register_agent
 from wrappers.agents.local import LocalModelAgent
@@ -29,7 +29,8 @@ class VLLMAgent(LocalModelAgent):
     ``model=None`` (or ``"smollm2"``) is the embedded SmolLM2, unpacked from its GGUF into a
     temporary folder for the engine. ``batch_size`` is the most sequences decoded at once,
     ``dtype`` the engine's precision, ``prefix_caching`` whether prompt prefixes seen before
-    reuse their KV cache. Sampling settings are those of :class:`LocalModelAgent`.
+    reuse their KV cache. Sampling settings and the other options are those of
+    :class:`LocalModelAgent`.
     """
 
     name = "vllm"
@@ -37,17 +38,11 @@ class VLLMAgent(LocalModelAgent):
     def __init__(
         self,
         model: str | None = None,
-        max_new_tokens: int = 256,
-        temperature: float = 0.6,
-        top_p: float = 0.95,
-        top_k: int = 20,
         batch_size: int = 16,
-        seed: int = 0,
         dtype: str = "float32",
         kv_cache_gib: float = 1.0,
         prefix_caching: bool = True,
-        chat_template_kwargs: Mapping[str, object] | None = None,
-        **_: object,
+        **options: Any,
     ) -> None:
         from transformers import AutoTokenizer, GenerationConfig
 
@@ -56,26 +51,22 @@ class VLLMAgent(LocalModelAgent):
 
         import_vllm()
         self._folder: Path | None = None
-        if model in (None, DEFAULT_MODEL):
-            self._folder = Path(tempfile.mkdtemp(prefix="arlarena-vllm-agent-"))
-            weights, tokenizer = load_model(None)
-            weights.save_pretrained(self._folder)
-            tokenizer.save_pretrained(self._folder)
-            del weights
-            source = str(self._folder)
-        else:
-            source = str(model)
+        source = str(model)
         try:
+            if model in (None, DEFAULT_MODEL):
+                self._folder = Path(tempfile.mkdtemp(prefix="arlarena-vllm-agent-"))
+                weights, tokenizer = load_model(None)
+                weights.save_pretrained(self._folder)
+                tokenizer.save_pretrained(self._folder)
+                del weights
+                source = str(self._folder)
             tokenizer = AutoTokenizer.from_pretrained(source)
             try:
                 config = GenerationConfig.from_pretrained(source)
             except OSError:  # no generation_config.json: the tokenizer's EOS alone
                 config = None
             eos = eos_token_ids(SimpleNamespace(generation_config=config), tokenizer)
-            super().__init__(
-                tokenizer, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                top_k=top_k, seed=seed, chat_template_kwargs=chat_template_kwargs,
-            )
+            super().__init__(tokenizer, **options)
             self.engine = VLLMEngine(
                 source, eos, dtype=dtype, max_num_seqs=batch_size, kv_cache_gib=kv_cache_gib,
                 prefix_caching=prefix_caching,
