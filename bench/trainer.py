@@ -153,14 +153,16 @@ def run_case(model: str, dtype: str, backend: str, args: argparse.Namespace) -> 
     from arlarena_baselines.trainer.config import load_config
     from arlarena_baselines.trainer.rl import RLTrainer
 
-    torch.set_num_threads(int(args.threads.split(",")[0]))
+    threads = int(args.threads.split(",")[0])
+    torch.set_num_threads(threads)
     out = tempfile.mkdtemp(prefix="bench-trainer-")
     config = load_config(None, [
         f"model.name={model}", f"model.dtype={dtype}", f"rollout.backend={backend}",
         "rollout.env=sokoban", f"rollout.n_groups={args.groups}",
         f"rollout.group_size={args.group_size}", f"rollout.max_turns={args.turns}",
         f"rollout.max_new_tokens={args.max_new_tokens}",
-        f"rollout.env_workers={args.env_workers}", "rl.method=SAMPO", "rl.steps=1",
+        f"rollout.env_workers={args.env_workers}", f"run.threads={threads}",
+        "rl.method=SAMPO", "rl.steps=1",
         "rl.method_overrides={cold_start_steps: 100}", "eval.episodes=0",
         "run.progress=false", "run.tensorboard=false", f"run.out={out}",
     ])
@@ -237,7 +239,7 @@ def trainer_table(args: argparse.Namespace) -> None:
     print(f"Sokoban, study prompt (history 2), {args.groups} groups x {args.group_size}, "
           f"{args.turns} turns, <= {args.max_new_tokens} new tokens, "
           f"{args.threads.split(',')[0]} torch threads, {args.env_workers} env workers; "
-          f"SAMPO step (vLLM {'present' if 'vllm' in backends else 'not installed'})")
+          f"SAMPO step; backends {', '.join(backends)}")
     print("| model | dtype | backend | prompt tok | gen tok/s | vs hf | step s | rollout s | "
           "update s | peak MiB | step vs first |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
