@@ -29,6 +29,7 @@ import argparse
 import importlib.util
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -111,15 +112,19 @@ def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace
         return out
 
     agent.generate = timed_generate
+    results = tempfile.mkdtemp(prefix="bench-agent-")
     try:
         evaluate(
             EvalConfig(episodes=args.episodes, batch_size=args.agent_batch, seed=10_000,
                        env_kwargs={"max_episode_steps": args.turns}),
-            agent, Path(tempfile.mkdtemp(prefix="bench-agent-")) / "r.jsonl", progress=False,
+            agent, Path(results) / "r.jsonl", progress=False,
         )
         usage = agent.usage()
     finally:
         agent.close()
+        for path in (results, folder if model == "tiny" else None):
+            if path:
+                shutil.rmtree(path, ignore_errors=True)
     weight_bytes = params * torch.finfo(getattr(torch, dtype)).bits // 8
     bandwidth, flops = memory_bandwidth(), matmul_flops()
     floor_s = (timed["steps"] * weight_bytes / bandwidth
