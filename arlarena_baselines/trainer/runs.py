@@ -48,10 +48,10 @@ def auto_threads() -> int:
     less the machine's 1-minute load average (what other processes keep busy), at least 1
     and at most torch's own default.
 
-    Measured on a 2-core machine (``python bench/trainer.py``, README "Threads"): a thread
-    more than the cores left free makes decoding several times slower (torch's threads spin
-    and wait for each other when another process holds a core), while on free cores a second
-    thread helps a model whose weights outgrow the caches.
+    Measured on a 2-core machine (``python bench/trainer.py``; the README, "Agents and
+    evaluation", **Threads**): a thread more than the cores left free makes decoding several
+    times slower (torch's threads spin and wait for each other when another process holds a
+    core).
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     free = (cores or 1) - round(os.getloadavg()[0])
