@@ -55,8 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--threads", type=int, default=0, help="hf: torch CPU threads (default 0 = "
-                   "auto: the cores left free by the machine's load, at least 1; a thread more "
-                   "than the free cores decodes several times slower)")
+                   "auto: half the cores, at least 1; a thread more than the free cores "
+                   "decodes several times slower)")
     g = p.add_argument_group("model agents (hf, vllm, openai, debate)")
     g.add_argument("--model", default=None, help="hf, vllm: path/id (default: embedded "
                    "SmolLM2); "

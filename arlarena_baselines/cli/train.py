@@ -36,9 +36,9 @@ _SHORTCUTS: dict[str, tuple[str, str]] = {
     "--seed": ("run.seed", "seed of the run"),
     "--env-workers": ("rollout.env_workers",
                       "env worker processes (0 = in-process), or ray / ray:N (Ray actors)"),
-    "--threads": ("run.threads", "torch CPU threads (default 0 = auto: the cores left free "
-                  "by the machine's load, at least 1; a thread more than the free cores "
-                  "decodes several times slower)"),
+    "--threads": ("run.threads", "torch CPU threads (default 0 = auto: half the cores, at "
+                  "least 1; a thread more than the free cores decodes several times "
+                  "slower)"),
 }
 _RL_SHORTCUTS = {
     "--method": ("rl.method", "the method, from METHODS (default SAMPO)"),

@@ -272,9 +272,9 @@ class RunConfig:
             the project.
         progress: show progress bars.
         threads: torch CPU threads during the run; 0 (the default) chooses them by
-            :func:`~arlarena_baselines.trainer.runs.auto_threads`: the cores left free by the
-            machine's load, at least 1. A thread more than the free cores decodes several
-            times slower (measured by ``bench/trainer.py``).
+            :func:`~arlarena_baselines.trainer.runs.auto_threads`: half the cores, at
+            least 1. A thread more than the free cores decodes several times slower
+            (measured by ``bench/trainer.py``).
     """
 
     out: str = "runs/default"

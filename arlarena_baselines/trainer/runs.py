@@ -44,18 +44,17 @@ def prepare_run_dir(config: TrainConfig, phase: str, resume: bool) -> Path:
 
 
 def auto_threads() -> int:
-    """torch CPU threads for a run that does not set them: the cores this process may use
-    less the machine's 1-minute load average (what other processes keep busy), at least 1
-    and at most torch's own default.
+    """torch CPU threads for a run that does not set them: half the cores this process may
+    use, at least 1 and at most torch's own default. A rule of the machine alone, not of its
+    momentary load, so a run, its resume and its rerun use the same count.
 
-    Measured on a 2-core machine (``python bench/trainer.py``; the README, "Agents and
+    Measured on a shared 2-core machine (``python bench/trainer.py``; the README, "Agents and
     evaluation", **Threads**): a thread more than the cores left free makes decoding several
     times slower (torch's threads spin and wait for each other when another process holds a
-    core).
+    core); the other half is left to env workers, the vLLM engine and the system.
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    free = (cores or 1) - round(os.getloadavg()[0])
-    return max(1, min(free, torch.get_num_threads()))
+    return max(1, min((cores or 1) // 2, torch.get_num_threads()))
 
 
 class TorchThreads:
