@@ -7,7 +7,14 @@ advantages, then, starting each time from the same weights and optimizer state, 
 - ``all``: as the trainer does;
 - ``positive only`` / ``negative only``: the other sign set to 0;
 - ``malformed zeroed``: 0 for responses that fail the strict format check;
-- ``shuffled``: the same values, randomly reassigned (noise with the same scale).
+- ``shuffled``: the same values, randomly reassigned (noise with the same scale);
+- ``oracle``: +1 where the executed move is on a shortest solution from its state, else -1 (the
+  signal a perfect critic would give).
+
+It also prints the cosine between each variant's first update direction (the negative batch
+gradient, before Adam) and the direction that lowers the expert's NLL on the held-out states:
+whether a batch's gradient points where held-out play improves at all. With ``--batches K``
+it also sums the directions of K batches of new levels.
 
 It first prints how many turns of lost episodes get a positive advantage (and their share of
 the batch's positive advantage). After each variant it prints, on the expert's states of
@@ -121,6 +128,101 @@ def variants(advantages: Tensor, batch: list[StepSample]) -> dict[str, Callable[
     }
 
 
+def oracle_advantages(trainer: RLTrainer, batch: list[StepSample]) -> Tensor:
+    """+1 for a turn whose executed move starts a shortest solution of its state, else -1
+    (trajectories replayed from their level's seed; tasks of step 0, round 0)."""
+    env, r = env_factory(trainer.config)(), trainer.config.rollout
+    turns: dict[str, list[int]] = {}
+    for i, s in enumerate(batch):
+        turns.setdefault(s.traj_id, []).append(i)
+    signs = torch.full((len(batch),), -1.0)
+    for indices in turns.values():
+        indices.sort(key=lambda i: batch[i].step)
+        env.reset(seed=r.seed + int(batch[indices[0]].group_id.rsplit("g", 1)[1]))
+        for i in indices:
+            plan = env.unwrapped.shortest_solution()
+            if plan is not None and batch[i].action:
+                trial = copy.deepcopy(env.unwrapped)
+                won = trial.step(batch[i].action)[4]["won"]
+                after = trial.shortest_solution()
+                if won or (after is not None and len(after) == len(plan) - 1):
+                    signs[i] = 1.0
+            env.step(batch[i].response)
+    env.close()
+    return signs
+
+
+class _GradientCapture:
+    """Stands in for the trainer's optimizer: records the clipped batch gradient, steps nothing."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model, self.gradient = model, None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.model.zero_grad(set_to_none=set_to_none)
+
+    def step(self) -> None:
+        self.gradient = _flat_gradient(self.model)
+
+
+def _flat_gradient(model: torch.nn.Module) -> Tensor:
+    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
+                      for p in model.parameters()])
+
+
+def heldout_direction(model: torch.nn.Module, probe: PackedBatch, columns: tuple[int, int],
+                      chunk: int = 64) -> Tensor:
+    """The negative gradient of the expert's mean NLL at the deciding token of the probe."""
+    model.zero_grad(set_to_none=True)
+    width, length = probe.width, probe.input_ids.shape[1]
+    keep = torch.arange(length - width - 1, length - 1)
+    for start in range(0, probe.input_ids.shape[0], chunk):
+        part = PackedBatch(*(t[start : start + chunk] for t in (
+            probe.input_ids, probe.attention_mask, probe.position_ids, probe.response_mask)))
+        rows = torch.arange(part.input_ids.shape[0])
+        at = width - part.response_mask.sum(-1).long() + columns[0]
+        logits = model(input_ids=part.input_ids, attention_mask=part.attention_mask,
+                       position_ids=part.position_ids, logits_to_keep=keep,
+                       use_cache=False).logits.float()
+        labels = part.input_ids[:, -width:]
+        nll = -torch.log_softmax(logits[rows, at], -1)[rows, labels[rows, at]]
+        (nll.sum() / probe.input_ids.shape[0]).backward()
+    direction = -_flat_gradient(model)
+    model.zero_grad(set_to_none=True)
+    return direction
+
+
+def update_direction(trainer: RLTrainer, batch: list[StepSample], advantages: Tensor,
+                     reference: list[list[float]] | None) -> Tensor:
+    """The first update's direction on ``batch`` with ``advantages`` (no step taken)."""
+    optimizer, capture = trainer.optimizer, _GradientCapture(trainer.policy.model)
+    trainer.optimizer = capture
+    try:
+        trainer.update(batch, advantages, reference, [], [])
+    finally:
+        trainer.optimizer = optimizer
+    return -capture.gradient
+
+
+def summed(trainer: RLTrainer, batch: list[StepSample], advantages: Tensor,
+           reference: list[list[float]] | None, toward: Tensor, batches: int) -> None:
+    """Print each batch's and the running sum's cosine with ``toward`` over ``batches``
+    batches of new levels (the first is ``batch``), each direction normalised: does the signal
+    add up while the noise averages out?"""
+    total = torch.zeros_like(toward)
+    for round_ in range(batches):
+        if round_:
+            batch = trainer.rollout(0, round_).samples
+            advantages = trainer.advantages(batch)
+            reference = trainer.reference_log_probs(batch)
+        direction = update_direction(trainer, batch, advantages, reference)
+        total += direction / direction.norm()
+        one, together = (float(torch.nn.functional.cosine_similarity(d, toward, dim=0))
+                         for d in (direction, total))
+        print(f"batch {round_ + 1}: cos(update, held-out) {one:+.3f}, of the sum of "
+              f"{round_ + 1}: {together:+.3f}", flush=True)
+
+
 def lost_but_reinforced(rollout: Rollout, advantages: Tensor) -> str:
     """How much positive advantage lands on turns of lost episodes (e.g. a format penalty
     separating rollouts that all failed, scaled up by the group's std)."""
@@ -144,6 +246,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2_000_000, help="first held-out level")
     parser.add_argument("--response-template",
                         default="<think>{action}</think><action>{action}</action>")
+    parser.add_argument("--batches", type=int, default=1,
+                        help="batches of new levels whose update directions are summed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as out:
         config = load_config(args.config, [
@@ -165,8 +269,18 @@ def main() -> None:
                   f"{np.mean([s.valid for s in batch]):.3f}; probe: {probe.input_ids.shape[0]} "
                   f"expert states")
             print(lost_but_reinforced(rollout, advantages))
+            oracle = oracle_advantages(trainer, batch)
+            corr = torch.corrcoef(torch.stack([advantages.float(), oracle]))[0, 1]
+            print(f"moves on a shortest solution: {float((oracle > 0).float().mean()):.3f}; "
+                  f"corr(advantage, oracle) {float(corr):+.3f}")
+            toward = heldout_direction(trainer.policy.model, probe, columns)
+            made = {**variants(advantages, batch), "oracle": lambda: oracle}
+            cosine = {name: float(torch.nn.functional.cosine_similarity(
+                update_direction(trainer, batch, make(), reference), toward, dim=0))
+                for name, make in made.items()}
+            summed(trainer, batch, advantages, reference, toward, args.batches)
             rows = {"checkpoint": measure(trainer.policy.model, probe, columns, moves)}
-            for name, make in variants(advantages, batch).items():
+            for name, make in made.items():
                 trainer.policy.model.load_state_dict(weights)
                 trainer.optimizer.load_state_dict(optimizer)
                 for _ in range(args.updates):
@@ -175,10 +289,11 @@ def main() -> None:
         finally:
             trainer.close()
     keys = list(rows["checkpoint"])
-    print("| advantages | " + " | ".join(keys) + " |")
-    print("|---" * (len(keys) + 1) + "|")
+    print("| advantages | " + " | ".join(keys) + " | cos(update, held-out) |")
+    print("|---" * (len(keys) + 2) + "|")
     for name, row in rows.items():
-        print(f"| {name} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + " |")
+        print(f"| {name} | " + " | ".join(f"{row[k]:.3f}" for k in keys)
+              + (f" | {cosine[name]:+.3f} |" if name in cosine else " | |"))
 
 
 if __name__ == "__main__":
