@@ -4,7 +4,7 @@ Holds :func:`metric_series` (one metric's steps and values in a run), :func:`plo
 (the KL-share panel, also drawn by the arena's report) and :func:`plot_run`, which reads
 ``RUN/metrics.jsonl`` and writes, per phase found: ``plots/<phase>_curves.png`` (success and
 valid-format ratio on the training rollouts and on the held-out evaluation, return, response
-length; the SFT loss) and, for RL, ``plots/rl_diagnostics.png`` (KL to π_old and to π_ref,
+length, entropy; the SFT loss) and, for RL, ``plots/rl_diagnostics.png`` (KL to π_old and to π_ref,
 gradient norm, the out-of-band ratio fractions, clip fraction, entropy, filtered groups and
 masked sequences, and the KL-to-ref shares of the 8 token groups). Needs matplotlib (the
 ``plot`` extra).
@@ -32,6 +32,7 @@ _RL_CURVES: list[Panel] = [
     ("episode return", [(keys.RETURN, "train rollouts"), ("eval/return", "held-out")]),
     ("response length (tokens)", [(keys.RESPONSE_LENGTH, "train rollouts"),
                                   ("eval/response_length", "held-out")]),
+    ("entropy", [(mn.ENTROPY, "token entropy, train rollouts")]),
 ]
 _SFT_CURVES: list[Panel] = [
     ("SFT loss (response tokens)", [(keys.SFT_LOSS, "cross-entropy")]),
@@ -67,7 +68,7 @@ def _draw(records: list[dict[str, Any]], panels: list[Panel], title: str, path: 
     import matplotlib.pyplot as plt
 
     count = len(panels) + (1 if extra else 0)
-    cols = 2 if count <= 4 else 4
+    cols = 2 if count <= 4 else 3
     rows = -(-count // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
     flat = list(axes.flat)
