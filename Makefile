@@ -42,11 +42,14 @@ test: install
 	$(PY) -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
-# `make learn`: behaviour cloning of the Sokoban expert, then SAMPO, on a CPU (~38 min on 2 cores).
+# `make learn`: behaviour cloning of the Sokoban expert, then SAMPO, on a CPU; then both
+# checkpoints on the same 512 held-out episodes, with the paired difference (docs/rl-vs-bc.md).
 learn: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
 	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume
 	$(VENV)/bin/arlarena plot runs/learn-rl
+	$(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
+		--set eval.episodes=512 --out runs/learn-compare runs/learn-bc/final runs/learn-rl/final
 
 lint: install
 	$(VENV)/bin/ruff check .
