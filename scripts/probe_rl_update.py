@@ -80,33 +80,39 @@ def expert_states(trainer: RLTrainer, template: str, levels: int, seed: int):
     return pack_pairs(prompts, responses, trainer.policy.pad_id), columns, [m[0] for m in moves]
 
 
-def measure(model: torch.nn.Module, probe: PackedBatch, columns: tuple[int, int],
-            moves: list[int], chunk: int = 64) -> dict:
-    """Entropy at the deciding and the executed move token, the expert's NLL at the deciding
-    one, the mean response entropy, and how often π's likeliest move is the expert's."""
-    model.eval()
+def probe_chunks(model: torch.nn.Module, probe: PackedBatch, chunk: int = 64):
+    """Per chunk of the probe's rows: its row indices, each row's first response column (rows
+    are right-aligned), the logits over the response columns and their labels. Gradients flow
+    unless the caller holds ``torch.no_grad``."""
     width, length = probe.width, probe.input_ids.shape[1]
     keep = torch.arange(length - width - 1, length - 1)
-    decided, executed, nll, entropies, correct = [], [], [], [], []
     for start in range(0, probe.input_ids.shape[0], chunk):
         part = PackedBatch(*(t[start : start + chunk] for t in (
             probe.input_ids, probe.attention_mask, probe.position_ids, probe.response_mask)))
-        rows = torch.arange(part.input_ids.shape[0])
-        first = width - part.response_mask.sum(-1).long()  # rows are right-aligned
-        at, run = first + columns[0], first + columns[1]
-        with torch.no_grad():
-            logits = model(input_ids=part.input_ids, attention_mask=part.attention_mask,
-                           position_ids=part.position_ids, logits_to_keep=keep,
-                           use_cache=False).logits.float()
-        log_p = torch.log_softmax(logits, -1)
-        entropy = -(log_p.exp() * log_p).sum(-1)
-        labels = part.input_ids[:, -width:]
-        decided.append(entropy[rows, at])
-        executed.append(entropy[rows, run])
-        nll.append(-log_p[rows, at, labels[rows, at]])
-        entropies.append(entropy[part.response_mask.bool()])
-        best = torch.tensor(moves)[logits[rows, at][:, moves].argmax(-1)]
-        correct.append((best == labels[rows, at]).float())
+        logits = model(input_ids=part.input_ids, attention_mask=part.attention_mask,
+                       position_ids=part.position_ids, logits_to_keep=keep,
+                       use_cache=False).logits.float()
+        yield (part, torch.arange(part.input_ids.shape[0]),
+               width - part.response_mask.sum(-1).long(), logits, part.input_ids[:, -width:])
+
+
+def measure(model: torch.nn.Module, probe: PackedBatch, columns: tuple[int, int],
+            moves: list[int]) -> dict:
+    """Entropy at the deciding and the executed move token, the expert's NLL at the deciding
+    one, the mean response entropy, and how often π's likeliest move is the expert's."""
+    model.eval()
+    decided, executed, nll, entropies, correct = [], [], [], [], []
+    with torch.no_grad():
+        for part, rows, first, logits, labels in probe_chunks(model, probe):
+            at, run = first + columns[0], first + columns[1]
+            log_p = torch.log_softmax(logits, -1)
+            entropy = -(log_p.exp() * log_p).sum(-1)
+            decided.append(entropy[rows, at])
+            executed.append(entropy[rows, run])
+            nll.append(-log_p[rows, at, labels[rows, at]])
+            entropies.append(entropy[part.response_mask.bool()])
+            best = torch.tensor(moves)[logits[rows, at][:, moves].argmax(-1)]
+            correct.append((best == labels[rows, at]).float())
     return {
         "entropy@decided": float(torch.cat(decided).mean()),
         "entropy@executed": float(torch.cat(executed).mean()),
@@ -170,21 +176,12 @@ def _flat_gradient(model: torch.nn.Module) -> Tensor:
                       for p in model.parameters()])
 
 
-def heldout_direction(model: torch.nn.Module, probe: PackedBatch, columns: tuple[int, int],
-                      chunk: int = 64) -> Tensor:
+def heldout_direction(model: torch.nn.Module, probe: PackedBatch,
+                      columns: tuple[int, int]) -> Tensor:
     """The negative gradient of the expert's mean NLL at the deciding token of the probe."""
     model.zero_grad(set_to_none=True)
-    width, length = probe.width, probe.input_ids.shape[1]
-    keep = torch.arange(length - width - 1, length - 1)
-    for start in range(0, probe.input_ids.shape[0], chunk):
-        part = PackedBatch(*(t[start : start + chunk] for t in (
-            probe.input_ids, probe.attention_mask, probe.position_ids, probe.response_mask)))
-        rows = torch.arange(part.input_ids.shape[0])
-        at = width - part.response_mask.sum(-1).long() + columns[0]
-        logits = model(input_ids=part.input_ids, attention_mask=part.attention_mask,
-                       position_ids=part.position_ids, logits_to_keep=keep,
-                       use_cache=False).logits.float()
-        labels = part.input_ids[:, -width:]
+    for _, rows, first, logits, labels in probe_chunks(model, probe):
+        at = first + columns[0]
         nll = -torch.log_softmax(logits[rows, at], -1)[rows, labels[rows, at]]
         (nll.sum() / probe.input_ids.shape[0]).backward()
     direction = -_flat_gradient(model)
