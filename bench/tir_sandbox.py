@@ -3,19 +3,25 @@
 Peers, measured in the same run and interleaved execution by execution so that a busy machine
 weighs on all of them alike:
 
-- ``sandbox``: :class:`Sandbox` as it ships (bubblewrap, and a cgroup where one can be made);
+- ``warm``: :class:`Sandbox` as it ships: as root, each run forked by a warm server (a bwrap
+  whose interpreter has numpy and sympy imported), with a cgroup where one can be made;
+- ``cold``: the same with ``warm=False``: a bwrap and an interpreter of its own for each run;
 - ``no-isolation``: the same interpreter, prelude and resource limits without bubblewrap or
-  cgroup (``unsafe=True, cgroups=False``); the isolation overhead is ``sandbox`` p50 minus this;
+  cgroup (``unsafe=True, cgroups=False``), started afresh for each run; the isolation overhead
+  is a sandbox's p50 minus this;
 - ``floor``: ``bwrap --unshare-all --ro-bind / / /bin/true`` against ``/bin/true``, what
   bubblewrap itself costs;
 - with ``--before REV``: the sandbox of git revision ``REV`` (its ``sandbox.py`` and
   ``_prelude.py``, loaded from ``git show``), and its own no-isolation peer.
 
-It prints p50/p95 latency of a trivial script for each, the overhead, the floor, and executions
-per second (the median of three rounds, the peers taking turns) of the trivial and a
-numpy/sympy script with 1 and 2 worker threads.
+It prints p50/p95 latency of a trivial script for each, the overheads, the floor, and
+executions per second (the median of three rounds, the peers taking turns) of the trivial and a
+numpy/sympy script with 1 and 2 worker threads, and each sandbox's ratio to ``before``.
 
     python bench/tir_sandbox.py [--runs 40] [--workers 1,2] [--before 6d305b1]
+
+The first warm run of each worker starts its server (numpy and sympy imported): the medians
+leave it out, as a long run amortises it.
 """
 
 from __future__ import annotations
@@ -103,12 +109,13 @@ def main() -> None:
     parser.add_argument("--before", help="a git revision whose sandbox is measured too")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    boxes = {"sandbox": Sandbox(), "no-isolation": Sandbox(unsafe=True, cgroups=False)}
+    boxes = {"warm": Sandbox(), "cold": Sandbox(warm=False),
+             "no-isolation": Sandbox(unsafe=True, cgroups=False)}
     if args.before:
         before = load_revision(args.before)
         boxes["before"] = before.Sandbox()  # type: ignore[attr-defined]
         boxes["before no-isolation"] = before.Sandbox(unsafe=True)  # type: ignore[attr-defined]
-    print(f"memory bound: {boxes['sandbox'].memory_bound}")
+    print(f"memory bound: {boxes['warm'].memory_bound}; warm servers: {boxes['warm'].warm}")
     peers = {name: runner(box, TRIVIAL) for name, box in boxes.items()}
     peers["bwrap /bin/true"] = command(["bwrap", "--unshare-all", "--ro-bind", "/", "/",
                                         "/bin/true"])
@@ -119,8 +126,10 @@ def main() -> None:
     for name, values in times.items():
         print(f"{name:<22} {p(values, 0.5):>8.1f} {p(values, 0.95):>8.1f}")
     median = {name: p(values, 0.5) for name, values in times.items()}
-    print(f"\nisolation overhead (sandbox - no-isolation p50): "
-          f"{median['sandbox'] - median['no-isolation']:.1f} ms")
+    for name in ("warm", "cold"):
+        print(f"\nisolation overhead ({name} - no-isolation p50): "
+              f"{median[name] - median['no-isolation']:.1f} ms", end="")
+    print()
     if args.before:
         print(f"before ({args.before}): "
               f"{median['before'] - median['before no-isolation']:.1f} ms")
@@ -137,8 +146,8 @@ def main() -> None:
                     rounds[name].append(rate(runner(box, code), runs, count))
             rates = {name: statistics.median(values) for name, values in rounds.items()}
             line = " ".join(f"{value:>22.1f}" for value in rates.values())
-            ratio = (f"   sandbox/before {rates['sandbox'] / rates['before']:.2f}x"
-                     if args.before else "")
+            ratio = "".join(f"   {name}/before {rates[name] / rates['before']:.2f}x"
+                            for name in ("warm", "cold") if args.before)
             print(f"{script:<12} {count:>7} {line}{ratio}")
 
 

@@ -1,7 +1,9 @@
 """The TIR Math sandbox: normal runs, result types, and a battery of hostile programs.
 
 Every hostile case asserts the result type the sandbox reports and that the host is untouched;
-the ``sandbox`` fixture then checks that the next execution still works.
+the ``sandbox`` fixture then checks that the next execution still works. The fixture runs each
+case twice: forked by a warm server, and in a bwrap of its own (cold). The warm cases also
+check that a run leaves nothing (files, processes, IPC objects, random state) for the next.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -49,9 +52,10 @@ LIMITS = SandboxLimits(wall_time_s=3.0, cpu_time_s=2, memory_bytes=1 << 30, max_
 
 
 
-@pytest.fixture(scope="module")
-def shared() -> Sandbox:
-    return Sandbox(LIMITS)
+@pytest.fixture(scope="module", params=[True, False], ids=["warm", "cold"])
+def shared(request: pytest.FixtureRequest) -> Sandbox:
+    """Every run forked by a warm server (as root), and every run in a bwrap of its own."""
+    return Sandbox(LIMITS, warm=request.param)
 
 
 @pytest.fixture
@@ -132,6 +136,94 @@ def test_parallel_runs_are_independent(sandbox: Sandbox) -> None:
 
 
 # -- hostile programs -------------------------------------------------------------------------
+LEFTOVERS = """
+import ctypes, os
+open('/tmp/left', 'w').write('secret')
+os.chmod('/tmp/left', 0o644)
+os.makedirs('/tmp/locked/deeper')
+open('/tmp/locked/deeper/file', 'w').write('x')
+os.chmod('/tmp/locked', 0)
+libc = ctypes.CDLL(None, use_errno=True)
+print('shm', libc.shmget(0x5EED, 4096, 0o1666) >= 0, 'msg', libc.msgget(0x5EED, 0o1666) >= 0)
+if os.fork() == 0:
+    os.setsid()
+    os.execv('/usr/bin/sleep', ['sleep', '30'])
+"""
+LOOK = """
+import os
+others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid(),
+                                                                             os.getppid())]
+ipc = [open(f'/proc/sysvipc/{kind}').read().splitlines()[1:] for kind in ('shm', 'msg', 'sem')]
+print(sorted(os.listdir('/tmp')), others, ipc)
+"""
+
+
+def test_a_run_leaves_nothing_for_the_next(sandbox: Sandbox) -> None:
+    """Files (a world-readable one, a locked directory), a daemon and System V IPC objects of
+    one run are gone when the next starts: warm, the same server cleared them (a server that
+    cannot clear a run's leftovers retires, as after a tree too deep to delete)."""
+    from arlarena_envs.tir_math import _warm
+
+    def servers() -> set[int]:
+        return {zygote.process.pid for zygote in list(_warm._ALL) if zygote.alive()}
+
+    assert sandbox.run("pass").ok
+    before = servers()
+    first = sandbox.run(LEFTOVERS)
+    assert first.ok and first.stdout == "shm True msg True\n", (first.stdout, first.stderr)
+    look = sandbox.run(LOOK)
+    assert look.ok and look.stdout == "[] [] [[], [], []]\n", (look.stdout, look.stderr)
+    assert servers() == before
+    deep = "import os\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')"
+    assert sandbox.run(deep).ok and sandbox.run(LOOK).stdout == "[] [] [[], [], []]\n"
+    assert not (before & servers()) if sandbox.warm else servers() == before
+
+
+def test_runs_draw_fresh_random_numbers(sandbox: Sandbox) -> None:
+    code = ("import random, numpy, sympy.core.random as r\n"
+            "print(random.random(), numpy.random.rand(), r.rng.random())")
+    first, second = (sandbox.run(code).stdout.split() for _ in range(2))
+    assert len(first) == 3 and all(a != b for a, b in zip(first, second, strict=True))
+
+
+def test_a_warm_run_finds_its_preload_imported(sandbox: Sandbox) -> None:
+    result = sandbox.run("import sys\nprint('sympy' in sys.modules, 'numpy' in sys.modules)")
+    preloaded = sandbox.warm and sandbox.memory_bound.startswith("cgroup")
+    assert result.stdout == f"{preloaded} {preloaded}\n"
+    assert Sandbox(LIMITS).warm == (os.geteuid() == 0) and not Sandbox(LIMITS, warm=False).warm
+
+
+def test_a_forked_host_gets_servers_of_its_own(sandbox: Sandbox) -> None:
+    """A ``fork`` worker and its parent both run code, neither through the other's server."""
+    assert sandbox.run("print(1)").ok
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, sandbox.run("print(6 * 7)").stdout.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    mine = sandbox.run("print(7 * 7)")
+    os.waitpid(pid, 0)
+    child = os.read(read, 100)
+    os.close(read)
+    assert child == b"42\n" and mine.stdout == "49\n"
+
+
+def test_a_dead_warm_server_is_replaced() -> None:
+    from arlarena_envs.tir_math import _warm
+
+    box = Sandbox(LIMITS)
+    if not box.warm:
+        pytest.skip("warm servers need root")
+    assert box.run("print(1)").ok
+    for zygote in list(_warm._ALL):
+        if zygote.alive():
+            os.killpg(zygote.process.pid, signal.SIGKILL)
+    assert box.run("print(2)").stdout == "2\n"
+
+
 def test_cannot_read_etc_shadow(sandbox: Sandbox) -> None:
     result = sandbox.run("print(open('/etc/shadow').read())")
     assert result.status is ExecStatus.ERROR
@@ -347,11 +439,12 @@ BUDGET = SandboxLimits(wall_time_s=8.0, cpu_time_s=6, memory_bytes=300 << 20,
                        min_process_bytes=64 << 20)
 
 
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
 @pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup-if-any", "rlimits"])
-def test_memory_is_bounded_for_the_run_as_a_whole(cgroups: bool) -> None:
+def test_memory_is_bounded_for_the_run_as_a_whole(cgroups: bool, warm: bool) -> None:
     """Three children of 120 MiB each: never all three alive and holding at once within a
     300 MiB budget (the OOM killer may take one that already held its block)."""
-    box = Sandbox(BUDGET, cgroups=cgroups)
+    box = Sandbox(BUDGET, cgroups=cgroups, warm=warm)
     result = box.run(HOLDERS.format(size=120))
     assert result.ok, (result.stderr, result.message)
     held = int(result.stdout.split()[1])
@@ -452,7 +545,7 @@ def test_unsafe_mode_warns_every_time_and_still_limits(
 def test_works_for_an_unprivileged_caller() -> None:
     """Run the sandbox module as an ordinary user with the system Python (one bwrap, no root).
 
-    The sandbox imports only the standard library, so its three modules are loaded from a
+    The sandbox imports only the standard library, so its four modules are loaded from a
     world-readable copy, in a package skeleton of their own.
     """
     folder = Path(tempfile.mkdtemp(prefix="tir-probe-"))
@@ -461,7 +554,7 @@ def test_works_for_an_unprivileged_caller() -> None:
     for directory in (folder, folder / "arlarena_envs", package):
         directory.chmod(0o755)
         (directory / "__init__.py").touch()
-    for name in ("sandbox.py", "_prelude.py", "_cgroup.py"):
+    for name in ("sandbox.py", "_prelude.py", "_cgroup.py", "_warm.py"):
         shutil.copy(PROJECT / "arlarena_envs/tir_math" / name, package / name)
     for path in folder.rglob("*.py"):
         path.chmod(0o644)

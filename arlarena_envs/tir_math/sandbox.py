@@ -1,8 +1,9 @@
-"""A sandbox for model-written Python: one fresh bubblewrap namespace per execution.
+"""A sandbox for model-written Python: a fresh uid, cgroup and ``/tmp`` per execution, in a
+bubblewrap namespace of its own or forked by a warm server.
 
 Holds :class:`Sandbox` (``run(code) -> ExecResult``), :class:`SandboxLimits`,
 :class:`ExecResult`, :class:`ExecStatus`, the errors :class:`SandboxUnavailable` /
-:class:`SandboxError`, :data:`UNSAFE_ENV_VAR`, :data:`MAX_ANSWER_CHARS` and
+:class:`SandboxError`, :data:`UNSAFE_ENV_VAR`, :data:`MAX_ANSWER_CHARS`, :data:`PRELOAD` and
 :func:`truncate_middle`.
 
 Every execution runs in new pid, network, ipc, uts and cgroup namespaces. The network namespace
@@ -35,6 +36,20 @@ user namespace itself, with ``--disable-userns``. No new privileges can be gaine
 encodes with ``backslashreplace``, so printing a lone surrogate shows ``\\ud800`` instead of
 failing.
 
+**Warm servers** (as root, the default): instead of one bwrap per execution, a process-wide
+pool of warm servers (:mod:`arlarena_envs.tir_math._warm`), each a bwrap set up as above whose
+interpreter has imported :data:`PRELOAD` (where a cgroup bounds runs' memory) and forks one
+execution at a time. The child becomes a fresh random uid, enters the run's cgroup and applies
+the same limits (its address-space cap counting from what the server already maps), with its
+random generators reseeded. When it ends, the server (which keeps ``CAP_KILL``) kills every
+other process of the namespace, deletes the run's files in ``/tmp`` and its System V IPC
+objects as the run's uid, and retires if anything is left. A run cannot signal, trace or read
+the server (another uid) and never sees the code or output of another run: those travel on
+the run's own pipes, which the server only hands over. Runs then cost a fork, not a bwrap and
+an interpreter start (see ``bench/tir_sandbox.py``); ``warm=False`` gives the cold path, and an
+unprivileged caller always has it (bwrap's user namespace maps one uid, so runs could not be
+told apart from their server).
+
 Without ``bwrap`` the sandbox refuses to start unless the caller opts in to running code with
 resource limits only (``unsafe=True`` or ``ARLARENA_UNSAFE_SANDBOX=1``), which is logged as a
 warning every time such a sandbox is created: that mode gives no isolation at all.
@@ -42,6 +57,7 @@ warning every time such a sandbox is created: that mode gives no isolation at al
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -51,21 +67,24 @@ import selectors
 import shutil
 import signal
 import site
+import socket
 import struct
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from arlarena_envs.tir_math._cgroup import RunCgroup, find_cgroups
+from arlarena_envs.tir_math._warm import Zygote, ZygoteError, ZygotePool, pool
 
 __all__ = [
     "MAX_ANSWER_CHARS",
+    "PRELOAD",
     "UNSAFE_ENV_VAR",
     "ExecResult",
     "ExecStatus",
@@ -89,6 +108,8 @@ _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 _UID_RANGE = (1_000_000, 1_000_000_000)
 _PRELUDE = (Path(__file__).with_name("_prelude.py")).read_text(encoding="utf-8")
+PRELOAD = ("numpy", "sympy")
+"""What a warm server imports before it forks runs (the TIR tool's usual imports)."""
 
 
 def _seccomp_program(machine: str) -> bytes | None:
@@ -127,47 +148,68 @@ _SECCOMP = _seccomp_program(platform.machine())
 
 @dataclass
 class _Fds:
-    """The pipes of one run: the host keeps ``answer``, ``info`` and ``block``; the child the
-    rest (:attr:`child`), which the host closes once the child has started."""
+    """The pipes of one run. The host keeps ``stdin``, ``stdout``, ``stderr``, ``answer``,
+    ``info`` and ``block``; the rest (:attr:`child`) are the child's, which the host closes once
+    the child has them."""
 
     opened: list[int] = field(default_factory=list)
+    stdin: int = -1
+    stdout: int = -1
+    stderr: int = -1
     answer: int = -1
     info: int = -1
     block: int = -1
+    streams_child: tuple[int, ...] = ()
 
     def pipe(self) -> tuple[int, int]:
         read, write = os.pipe()
         self.opened += [read, write]
         return read, write
 
+    def streams(self) -> tuple[int, int, int, int]:
+        """The child's stdin, stdout, stderr and answer-channel ends of four new pipes."""
+        stdin, self.stdin = self.pipe()
+        self.stdout, stdout = self.pipe()
+        self.stderr, stderr = self.pipe()
+        self.answer, answer = self.pipe()
+        self.streams_child = (stdin, stdout, stderr)
+        return stdin, stdout, stderr, answer
+
     def holding(self, data: bytes) -> int:
         """The read end of a new pipe that holds ``data`` (at most a pipe's buffer)."""
         read, write = self.pipe()
         os.write(write, data)
-        self._close(write)
+        self.close_fd(write)
         return read
 
     @property
     def child(self) -> list[int]:
-        return [fd for fd in self.opened if fd not in {self.answer, self.info, self.block}]
+        host = {self.stdin, self.stdout, self.stderr, self.answer, self.info, self.block}
+        return [fd for fd in self.opened if fd not in host]
+
+    @property
+    def inherited(self) -> list[int]:
+        """The child's fds that keep their numbers (its streams become 0, 1 and 2)."""
+        return [fd for fd in self.child if fd not in self.streams_child]
 
     def release_block(self) -> None:
         """Let bwrap's child go on (``--block-fd`` returns at end of file)."""
         if self.block >= 0:
-            self._close(self.block)
+            self.close_fd(self.block)
             self.block = -1
 
     def close_child(self) -> None:
         for fd in self.child:
-            self._close(fd)
+            self.close_fd(fd)
 
     def close(self) -> None:
         for fd in list(self.opened):
-            self._close(fd)
+            self.close_fd(fd)
 
-    def _close(self, fd: int) -> None:
-        self.opened.remove(fd)
-        os.close(fd)
+    def close_fd(self, fd: int) -> None:
+        if fd in self.opened:
+            self.opened.remove(fd)
+            os.close(fd)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -405,6 +447,8 @@ class Sandbox:
         unsafe: bool | None = None,
         site_dirs: Sequence[str] | None = None,
         cgroups: bool = True,
+        warm: bool = True,
+        preload: Sequence[str] = PRELOAD,
     ) -> None:
         """
         Args:
@@ -414,6 +458,10 @@ class Sandbox:
             site_dirs: site-packages dirs to expose (default: this environment's).
             cgroups: bound each run's memory and processes with a cgroup where one can be made
                 (else, or with ``False``, with per-process limits; see :class:`SandboxLimits`).
+            warm: as root, fork each run from a warm server of the process-wide pool (see the
+                module docs) instead of starting a bwrap for it; elsewhere every run is cold.
+            preload: the modules a warm server imports, where runs' memory is bounded by a
+                cgroup (with per-process limits they would count against each process's).
         """
         self.limits = limits or SandboxLimits()
         if unsafe is None:
@@ -449,6 +497,18 @@ class Sandbox:
             fit = max(1, limits.memory_bytes // limits.min_process_bytes)
             self._processes = min(limits.max_processes, fit)
             self._process_bytes = limits.memory_bytes // self._processes
+        self._pool: ZygotePool | None = None
+        self._preload: tuple[str, ...] = ()
+        if warm and self.is_root and not self.unsafe:
+            self._preload = tuple(preload) if self._cgroups is not None else ()
+            key = (tuple(self._mount_args()), self._layout.python, self._layout.sys_path,
+                   self._preload)
+            self._pool = pool(key, self._spawn)
+
+    @property
+    def warm(self) -> bool:
+        """Whether runs fork from warm servers (root, not unsafe, ``warm=True``)."""
+        return self._pool is not None
 
     @property
     def memory_bound(self) -> str:
@@ -484,32 +544,40 @@ class Sandbox:
             args += ["--setenv", key, value]
         return args
 
-    def _python_args(self, answer_fd: int, uid: int = 0) -> list[str]:
+    def _limits_args(self, uid: int) -> list[int]:
+        """What the prelude applies after becoming ``uid``: the rlimits and the longest answer."""
         limits = self.limits
-        config = [answer_fd, uid, self._process_bytes, int(limits.cpu_time_s), self._processes,
-                  limits.max_file_bytes, limits.max_open_files, limits.max_answer_chars]
-        return [self._layout.python, "-S", "-P", "-u", "-B", "-c", _PRELUDE,
-                *map(str, config), *self._layout.sys_path]
+        return [uid, self._process_bytes, int(limits.cpu_time_s), self._processes,
+                limits.max_file_bytes, limits.max_open_files, limits.max_answer_chars]
 
-    def _options(self, fds: _Fds, cgroup: RunCgroup | None) -> tuple[list[str], int]:
-        """bwrap's options for one run, and the uid the interpreter is to become (0: stay).
+    def _python_args(self, answer_fd: int, uid: int = 0) -> list[str]:
+        return [self._layout.python, "-S", "-P", "-u", "-B", "-c", _PRELUDE, str(answer_fd),
+                *map(str, self._limits_args(uid)), *self._layout.sys_path]
+
+    def _options(self, fds: _Fds, cgroup: RunCgroup | None, *, warm: bool = False,
+                 ) -> tuple[list[str], int]:
+        """bwrap's options for one run (or a warm server), and the uid the interpreter is to
+        become (0: stay).
 
         As root, bwrap keeps only ``CAP_SETUID``/``CAP_SETGID`` for the interpreter, which drops
         to a fresh random uid before it does anything else, and a seccomp filter refuses new
         user namespaces; as any other user, bwrap makes the user namespace itself and
         ``--disable-userns`` refuses nested ones. With a cgroup, bwrap reports its child's pid
         (``--info-fd``) and waits (``--block-fd``) until the host has moved that child into the
-        cgroup, so that every process of the sandbox starts in it.
+        cgroup, so that every process of the sandbox starts in it. A warm server also keeps
+        ``CAP_KILL`` (it ends each run's processes), and ends when its control socket closes
+        rather than with the thread that started it.
         """
         options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
-            *self._mount_args(),
+            "--unshare-cgroup-try", "--hostname", "sandbox", "--new-session",
+            *([] if warm else ["--die-with-parent"]), *self._mount_args(),
         ]
         uid = 0
         if self.is_root:
             uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
-            options += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+            caps = ["CAP_SETUID", "CAP_SETGID", *(["CAP_KILL"] if warm else [])]
+            options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap)),
                         "--seccomp", str(fds.holding(_SECCOMP or b""))]
         else:
             options = ["--unshare-user", "--disable-userns", *options]
@@ -518,6 +586,33 @@ class Sandbox:
             block_r, fds.block = fds.pipe()
             options += ["--info-fd", str(info_w), "--block-fd", str(block_r)]
         return options, uid
+
+    def _bwrap_argv(self, fds: _Fds, options: list[str], python: list[str]) -> list[str]:
+        encoded = b"".join(option.encode() + b"\0" for option in options)
+        if len(encoded) >= 60_000:
+            raise SandboxError("sandbox options too long for a pipe")
+        assert self._bwrap is not None
+        return [self._bwrap, "--args", str(fds.holding(encoded)), "--", *python]
+
+    def _spawn(self) -> Zygote:
+        """Start a warm server (run by the pool when none is idle)."""
+        fds = _Fds()
+        control, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            options, _ = self._options(fds, None, warm=True)
+            python = [self._layout.python, "-S", "-P", "-u", "-B", "-c", _PRELUDE, "serve",
+                      str(child_end.fileno()), ",".join(self._preload), *self._layout.sys_path]
+            argv = self._bwrap_argv(fds, options, python)
+        except BaseException:
+            fds.close()
+            control.close()
+            child_end.close()
+            raise
+        pass_fds, fds.opened = fds.opened, []
+        try:
+            return Zygote(argv, pass_fds, control, child_end)
+        except ZygoteError as error:
+            raise SandboxError(str(error)) from None
 
     # -- running -------------------------------------------------------------------------------
     def run(self, code: str) -> ExecResult:
@@ -534,70 +629,126 @@ class Sandbox:
             )
         cgroup = None
         if self._cgroups is not None:
-            monitor = 0 if self.unsafe else 1  # bwrap's pid 1 shares the cgroup
+            monitor = 0 if self.unsafe or self.warm else 1  # bwrap's pid 1 shares a cold run's
             cgroup = self._cgroups.create(
                 self.limits.memory_bytes, self.limits.max_processes + monitor)
-        fds = _Fds()
-        workdir = None
         try:
-            fds.answer, answer_w = fds.pipe()
+            if self._pool is not None:
+                return self._run_warm(data, cgroup)
+            return self._run_cold(data, cgroup)
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
+
+    def _run_cold(self, data: bytes, cgroup: RunCgroup | None) -> ExecResult:
+        """One execution in a bwrap (or, unsafe, an interpreter) of its own."""
+        fds = _Fds()
+        workdir = proc = None
+        try:
+            stdin, stdout, stderr, answer = fds.streams()
             if self.unsafe:
                 workdir = tempfile.TemporaryDirectory(prefix="arlarena-unsafe-")
-                argv = self._python_args(answer_w)
+                argv = self._python_args(answer)
                 env = {**_CHILD_ENV, "HOME": workdir.name, "TMPDIR": workdir.name}
             else:
                 options, uid = self._options(fds, cgroup)
-                encoded = b"".join(option.encode() + b"\0" for option in options)
-                if len(encoded) >= 60_000:
-                    raise SandboxError("sandbox options too long for a pipe")
-                assert self._bwrap is not None
-                argv = [self._bwrap, "--args", str(fds.holding(encoded)), "--",
-                        *self._python_args(answer_w, uid)]
+                argv = self._bwrap_argv(fds, options, self._python_args(answer, uid))
                 env = {"PATH": _CHILD_ENV["PATH"]}
             start = time.monotonic()
             proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=fds.child, start_new_session=True, env=env,
-                cwd=workdir.name if workdir else "/",
+                argv, stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=fds.inherited,
+                start_new_session=True, env=env, cwd=workdir.name if workdir else "/",
             )
-        except BaseException:
-            fds.close()
-            if workdir:
-                workdir.cleanup()
-            if cgroup:
-                cgroup.remove()
-            raise
-        fds.close_child()
-        try:
+            fds.close_child()
             if cgroup is not None and self.unsafe:
                 cgroup.add(proc.pid)  # it starts no process before it has the code
-            return self._communicate(proc, data, fds, start, cgroup)
+            watch = {}
+            if fds.info >= 0:
+                info = bytearray()
+
+                def read_info() -> bool:
+                    chunk = os.read(fds.info, 4096)
+                    info.extend(chunk[: max(4096 - len(info), 0)])
+                    if not chunk:
+                        self._enter_cgroup(cgroup, _child_pid(info), fds)
+                    return bool(chunk)
+
+                watch[fds.info] = read_info
+            return self._communicate(fds, data, start, cgroup, watch,
+                                     functools.partial(_wait, proc), functools.partial(_kill, proc))
         finally:
+            if proc is not None and proc.poll() is None:
+                _kill(proc)
             fds.close()
             if workdir:
                 workdir.cleanup()
 
+    def _run_warm(self, data: bytes, cgroup: RunCgroup | None) -> ExecResult:
+        """One execution forked by a warm server of the pool."""
+        assert self._pool is not None
+        zygote = self._pool.acquire()
+        fds = _Fds()
+        hello, hello_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ended: list[int | None] = []
+        try:
+            hello.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            ends = fds.streams()
+            uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
+            request = {"limits": self._limits_args(uid), "relative_memory": bool(self._preload)}
+            start = time.monotonic()
+            try:
+                zygote.request(request, [*ends, hello_child.fileno()])
+            except ZygoteError as error:
+                raise SandboxError(str(error)) from None
+            fds.close_child()
+            hello_child.close()
+
+            def admit() -> bool:
+                pid = _sender_pid(hello)
+                if pid is not None:
+                    self._enter_cgroup(cgroup, pid, None)
+                    hello.send(b"go")
+                return False
+
+            def wait(timeout: float) -> int | None:
+                if not ended:
+                    ended.append(zygote.read_exit(timeout))
+                return ended[0]
+
+            def kill() -> None:
+                ended[:] = [zygote.kill_run()]
+
+            return self._communicate(fds, data, start, cgroup, {hello.fileno(): admit}, wait,
+                                     kill)
+        finally:
+            if not ended:
+                zygote.kill_run()
+            fds.close()
+            hello.close()
+            hello_child.close()
+            self._pool.release(zygote)
+
     def _communicate(
-        self, proc: subprocess.Popen, data: bytes, fds: _Fds, start: float,
-        cgroup: RunCgroup | None,
+        self, fds: _Fds, data: bytes, start: float, cgroup: RunCgroup | None,
+        watch: dict[int, Callable[[], bool]], wait: Callable[[float], int | None],
+        kill: Callable[[], None],
     ) -> ExecResult:
-        """Move the sandbox into its cgroup, feed the code once the interpreter is ready,
-        collect the output, and clean up."""
+        """Feed the code once the interpreter is ready and collect the output until the run
+        ends or overruns. ``watch`` maps more fds to read to their handlers (which say whether
+        to keep watching); ``wait(timeout)`` gives the exit status (``None``: still running);
+        ``kill`` ends the run."""
         limits = self.limits
         deadline = start + limits.wall_time_s
-        assert proc.stdin and proc.stdout and proc.stderr
-        stdout_fd, stderr_fd = proc.stdout.fileno(), proc.stderr.fileno()
-        out: dict[int, bytearray] = {stdout_fd: bytearray(), stderr_fd: bytearray()}
-        channel, info = bytearray(), bytearray()
+        out: dict[int, bytearray] = {fds.stdout: bytearray(), fds.stderr: bytearray()}
+        channel = bytearray()
         selector = selectors.DefaultSelector()
-        for fd in (*out, fds.answer, fds.info):
-            if fd >= 0:
-                selector.register(fd, selectors.EVENT_READ)
-        stdin_fd = proc.stdin.fileno()
-        os.set_blocking(stdin_fd, False)
+        for fd in (*out, fds.answer, *watch):
+            selector.register(fd, selectors.EVENT_READ)
+        os.set_blocking(fds.stdin, False)
         pending = memoryview(data)
         ready = False
         stopped: ExecStatus | None = None
+        code = None
         try:
             while selector.get_map():
                 remaining = deadline - time.monotonic()
@@ -606,22 +757,20 @@ class Sandbox:
                     break
                 for key, _ in selector.select(timeout=remaining):
                     fd = key.fd
-                    if fd == stdin_fd:
+                    if fd == fds.stdin:
                         try:
                             pending = pending[os.write(fd, pending[:65536]):]
-                        except (BrokenPipeError, OSError):
+                        except OSError:
                             pending = pending[:0]
                         if not pending:
                             selector.unregister(fd)
-                            proc.stdin.close()
+                            fds.close_fd(fd)
+                        continue
+                    if fd in watch:
+                        if not watch[fd]():
+                            selector.unregister(fd)
                         continue
                     chunk = os.read(fd, 65536)
-                    if fd == fds.info:
-                        info += chunk[:4096]
-                        if not chunk:
-                            selector.unregister(fd)
-                            self._enter_cgroup(cgroup, info, fds)
-                        continue
                     if not chunk:
                         selector.unregister(fd)
                         continue
@@ -632,7 +781,7 @@ class Sandbox:
                             break
                         if not ready and channel.startswith(b"ready\n"):
                             ready = True
-                            selector.register(stdin_fd, selectors.EVENT_WRITE)
+                            selector.register(fds.stdin, selectors.EVENT_WRITE)
                         continue
                     out[fd] += chunk
                     if sum(len(b) for b in out.values()) > limits.max_output_bytes:
@@ -641,37 +790,28 @@ class Sandbox:
                 if stopped:
                     break
             if stopped is None:
-                try:
-                    proc.wait(timeout=max(deadline - time.monotonic(), 0.05))
-                except subprocess.TimeoutExpired:
+                code = wait(max(deadline - time.monotonic(), 0.05))
+                if code is None:
                     stopped = ExecStatus.TIMEOUT
         finally:
             selector.close()
-            if stopped is not None or proc.poll() is None:
-                _kill(proc)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if not stream.closed:
-                    stream.close()
+            if stopped is not None or code is None:
+                kill()
             out_of_memory = cgroup is not None and cgroup.oom_killed()
-            if cgroup is not None:
-                cgroup.remove()
         elapsed = time.monotonic() - start
         return self._result(
-            proc, stopped, out[stdout_fd], out[stderr_fd], channel, elapsed, out_of_memory)
+            code, stopped, out[fds.stdout], out[fds.stderr], channel, elapsed, out_of_memory)
 
     @staticmethod
-    def _enter_cgroup(cgroup: RunCgroup | None, info: bytearray, fds: _Fds) -> None:
-        """Move bwrap's child (named in ``info``) into ``cgroup``, then let it go on."""
-        try:
-            child = json.loads(info.decode())["child-pid"]
-        except (ValueError, KeyError, TypeError):
-            child = None  # bwrap failed before it started the child; it reports why itself
-        if child is not None and cgroup is not None:
+    def _enter_cgroup(cgroup: RunCgroup | None, pid: int | None, fds: _Fds | None) -> None:
+        """Move the run's first process into ``cgroup``, then (cold) let bwrap go on."""
+        if pid is not None and cgroup is not None:
             try:
-                cgroup.add(int(child))
+                cgroup.add(pid)
             except OSError as error:
                 raise SandboxError(f"could not move the sandbox into its cgroup: {error}") from None
-        fds.release_block()
+        if fds is not None:
+            fds.release_block()
 
     def _answer(self, channel: bytearray) -> str | None:
         """The last answer line of the channel, cut to ``max_answer_chars``."""
@@ -685,7 +825,7 @@ class Sandbox:
         return None if answer is None else answer[: self.limits.max_answer_chars]
 
     def _result(
-        self, proc: subprocess.Popen, stopped: ExecStatus | None, stdout_b: bytearray,
+        self, code: int | None, stopped: ExecStatus | None, stdout_b: bytearray,
         stderr_b: bytearray, channel: bytearray, elapsed: float, out_of_memory: bool,
     ) -> ExecResult:
         limits = self.limits
@@ -698,9 +838,6 @@ class Sandbox:
             truncated = True
         stdout = stdout_b.decode("utf-8", errors="replace")
         stderr = stderr_b.decode("utf-8", errors="replace")
-        code = proc.returncode
-        if code is not None and code < 0:
-            code = 128 - code
         if stopped is None and not started:
             hint = ""
             if "bwrap:" in stderr:
@@ -753,6 +890,38 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def _child_pid(info: bytearray) -> int | None:
+    """The pid of bwrap's child from its ``--info-fd`` report (``None``: bwrap failed before it
+    started the child, and says why itself)."""
+    try:
+        return int(json.loads(info.decode())["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _sender_pid(sock: socket.socket) -> int | None:
+    """The pid (in this process's namespace) of the process that sent the next message on
+    ``sock`` (``SO_PASSCRED`` set), or ``None`` if the sender closed it instead."""
+    creds = struct.calcsize("=iII")
+    try:
+        message, ancillary, _, _ = sock.recvmsg(16, socket.CMSG_SPACE(creds))
+    except OSError:
+        return None
+    for level, kind, payload in ancillary:
+        if message and level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            return struct.unpack("=iII", payload[:creds])[0]
+    return None
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> int | None:
+    """``proc``'s exit status (``128 + n`` for signal ``n``), or ``None`` if still running."""
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return 128 - code if code < 0 else code
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -1,0 +1,203 @@
+"""Warm sandboxes: bwrap namespaces whose interpreter forks one execution per request.
+
+Holds :class:`Zygote` (one warm server: ``request``, ``kill_run``, ``read_exit``, ``close``) and
+:func:`pool` (the process-wide pool of idle servers for one set of bwrap options). The server
+side is :func:`arlarena_envs.tir_math._prelude._serve`, whose docstring gives the protocol.
+
+Servers are shared by every :class:`~arlarena_envs.tir_math.sandbox.Sandbox` of the process
+with the same layout, ``/tmp`` size and preload; the pool grows to the number of executions
+that run at once, and each server serves one execution at a time. A server ends when its
+control socket closes: at :meth:`Zygote.close`, at exit, or with this process, however it dies.
+A forked child of this process (a ``fork`` worker) starts with no servers: its copies of the
+parent's control sockets are closed, so parent and child never talk to the same server.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+
+__all__ = ["Zygote", "ZygotePool", "pool"]
+
+_START_TIMEOUT_S = 60.0
+"""How long a server may take to import its preload (seconds; a loaded machine is slow)."""
+_KILL_TIMEOUT_S = 5.0
+"""How long a server may take to end a run it was told to kill."""
+
+
+class ZygoteError(RuntimeError):
+    """A warm server failed to start or broke off (the caller reports it as a sandbox error)."""
+
+
+class Zygote:
+    """One warm server (see the module docs)."""
+
+    def __init__(self, argv: Sequence[str], pass_fds: Sequence[int], control: socket.socket,
+                 child_end: socket.socket) -> None:
+        """Start ``argv`` (bwrap, ending in the prelude's ``serve``) and wait until it is ready.
+
+        ``child_end`` is the server's end of ``control``; it and ``pass_fds`` are passed to it
+        and closed here.
+        """
+        self.control = control
+        self.last = False
+        _ALL.add(self)
+        try:
+            self.process = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, pass_fds=[*pass_fds, child_end.fileno()],
+                start_new_session=True, env={"PATH": "/usr/local/bin:/usr/bin:/bin"}, cwd="/",
+            )
+        finally:
+            child_end.close()
+            for fd in pass_fds:
+                os.close(fd)
+        assert self.process.stderr is not None
+        ready = self._receive(_START_TIMEOUT_S)
+        if ready != b"ready":
+            self.close()
+            error = self.process.stderr.read(4000).decode(errors="replace").strip()
+            raise ZygoteError(f"the warm sandbox failed to start: {error or 'no reply'}")
+        self.process.stderr.close()
+
+    def fileno(self) -> int:
+        return self.control.fileno()
+
+    def alive(self) -> bool:
+        return not self.last and self.process.poll() is None
+
+    def request(self, request: dict, fds: Sequence[int]) -> None:
+        """Start one execution: ``request`` (limits) and the run's fds, in the prelude's order."""
+        try:
+            socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
+        except OSError as error:
+            self.last = True
+            raise ZygoteError(f"the warm sandbox is gone: {error}") from None
+
+    def read_exit(self, timeout: float) -> int | None:
+        """The run's exit status once the server reports it (every process of the run gone),
+        or ``None`` if it did not within ``timeout`` or the server broke off."""
+        message = self._receive(timeout)
+        if not message or not message.startswith(b"exit "):
+            self.last = True
+            return None
+        fields = message.split()
+        self.last = self.last or fields[2:] == [b"last"]
+        return int(fields[1])
+
+    def kill_run(self) -> int | None:
+        """End the running execution; its exit status, or ``None`` (the server is then ended)."""
+        try:
+            self.control.send(b"kill")
+        except OSError:
+            self.last = True
+        code = None if self.last else self.read_exit(_KILL_TIMEOUT_S)
+        if code is None:
+            self.close()
+        return code
+
+    def close(self) -> None:
+        """End the server: its control socket closes, then, if it lingers, its whole session."""
+        self.last = True
+        self.control.close()
+        try:
+            self.process.wait(timeout=_KILL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.process.wait()
+        if self.process.stderr and not self.process.stderr.closed:
+            self.process.stderr.close()
+
+    def _receive(self, timeout: float) -> bytes | None:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            if select.select([self.control], [], [], left)[0]:
+                try:
+                    return self.control.recv(256)
+                except OSError:
+                    return None
+        return None
+
+
+class ZygotePool:
+    """Idle servers of one kind, started with ``spawn`` when none is idle."""
+
+    def __init__(self, spawn: Callable[[], Zygote]) -> None:
+        self._spawn = spawn
+        self._idle: list[Zygote] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> Zygote:
+        with self._lock:
+            while self._idle:
+                zygote = self._idle.pop()
+                if zygote.alive():
+                    return zygote
+                zygote.close()
+        return self._spawn()
+
+    def release(self, zygote: Zygote) -> None:
+        """Return ``zygote`` to the pool, or end it if it cannot serve again."""
+        if not zygote.alive():
+            zygote.close()
+            return
+        with self._lock:
+            self._idle.append(zygote)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for zygote in idle:
+            zygote.close()
+
+    def forget(self) -> None:
+        """Empty the pool without ending its servers (they are another process's)."""
+        self._lock = threading.Lock()
+        self._idle = []
+
+
+_POOLS: dict[tuple, ZygotePool] = {}
+_POOLS_LOCK = threading.Lock()
+_ALL: weakref.WeakSet[Zygote] = weakref.WeakSet()
+
+
+def pool(key: tuple, spawn: Callable[[], Zygote]) -> ZygotePool:
+    """The process-wide pool of servers started by ``spawn`` for ``key`` (their options)."""
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = ZygotePool(spawn)
+        return _POOLS[key]
+
+
+@atexit.register
+def _close_pools() -> None:
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    for each in pools:
+        each.close()
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: drop the parent's servers without telling them anything."""
+    global _POOLS_LOCK
+    _POOLS_LOCK = threading.Lock()
+    for zygote in list(_ALL):
+        zygote.last = True
+        zygote.control.close()
+    for each in _POOLS.values():
+        each.forget()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
