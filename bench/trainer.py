@@ -19,8 +19,8 @@ floor the first alone, times the episodes in flight.
 ``trainer``: per model and ``--dtypes``, rolls out ``groups × group-size`` Sokoban episodes for
 ``turns`` turns and times one full RL step (rollout + scoring + reference + SAMPO update), with
 ``--env-workers`` env processes; the ``hf`` backend and, when vLLM is importable, ``vllm`` on
-the same prompts. The tables print ratios against the first row and, per model, vLLM against
-transformers.
+the same prompts (``--backends``; ``hf+noprefix`` is ``hf`` without its prefix cache). The
+tables print ratios against the first row and, per model, vLLM against transformers.
 """
 
 from __future__ import annotations
@@ -161,8 +161,10 @@ def run_case(model: str, dtype: str, backend: str, args: argparse.Namespace) -> 
     threads = int(args.threads.split(",")[0])
     torch.set_num_threads(threads)
     out = tempfile.mkdtemp(prefix="bench-trainer-")
+    engine, _, flag = backend.partition("+")
     config = load_config(None, [
-        f"model.name={model}", f"model.dtype={dtype}", f"rollout.backend={backend}",
+        f"model.name={model}", f"model.dtype={dtype}", f"rollout.backend={engine}",
+        f"rollout.prefix_caching={flag != 'noprefix'}",
         "rollout.env=sokoban", f"rollout.n_groups={args.groups}",
         f"rollout.group_size={args.group_size}", f"rollout.max_turns={args.turns}",
         f"rollout.max_new_tokens={args.max_new_tokens}",
@@ -273,7 +275,8 @@ def main() -> None:
     parser.add_argument("--threads", default="1", help="torch threads, comma-separated "
                         "(agents: one case each; trainer: the first)")
     parser.add_argument("--env-workers", type=int, default=0, help="trainer: env processes")
-    parser.add_argument("--backends", default="hf,vllm", help="trainer: generation backends "
+    parser.add_argument("--backends", default="hf,hf+noprefix,vllm",
+                        help="trainer: generation backends "
                         "(vllm where importable)")
     parser.add_argument("--case", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

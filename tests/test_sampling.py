@@ -9,6 +9,8 @@ changes nothing but speed.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -177,3 +179,23 @@ def test_a_reused_prompt_prefix_changes_no_token(tiny):
         cached = generate_tokens(model, prompts, sampling, seeds, prefix_cache=cache, **options)
         assert cached == plain, turn
         assert cache.reused - reused >= (head * len(batch) if turn else 0), turn
+
+
+def test_the_hf_backend_reuses_a_prefix_only_while_the_weights_stand(tiny):
+    """The trainer's hf backend keeps the shared prefix's KV across calls (tokens as without
+    it) and drops it when a parameter changes in place, as an optimizer step changes them."""
+    model, tokenizer = tiny
+    model = copy.deepcopy(model)
+    cached, plain = HFBackend(model, tokenizer), HFBackend(model, tokenizer, prefix_caching=False)
+    preamble = "You are an agent in a maze of boxes. " * 4
+    prompts = [encode_prompt(tokenizer, preamble + f"episode {e}.") for e in range(3)]
+    sampling, seeds = with_budget(TRAIN_SAMPLING), [11, 12, 13]
+    for _ in range(2):
+        assert cached.generate(prompts, sampling, seeds) == plain.generate(prompts, sampling, seeds)
+    assert cached.prefix_cache.reused > 0
+    stale = cached.prefix_cache
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(1.5)
+    assert cached.generate(prompts, sampling, seeds) == plain.generate(prompts, sampling, seeds)
+    assert cached.prefix_cache is not stale

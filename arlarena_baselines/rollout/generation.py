@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from wrappers.agents.sampling import SamplingParams, eos_token_ids, generate_batched
+from wrappers.agents.sampling import PrefixCache, SamplingParams, eos_token_ids, generate_batched
 
 __all__ = [
     "BACKENDS",
@@ -69,7 +69,10 @@ class HFBackend(GenerationBackend):
 
     Prompts are sorted by length before chunking (less padding); each row samples from its own
     seed (:func:`~wrappers.agents.sampling.generate_tokens`), so chunking changes nothing but
-    speed, and the global RNG is neither read nor disturbed.
+    speed, and the global RNG is neither read nor disturbed. With ``prefix_caching`` the KV of
+    the prompt prefix a chunk shares (the env's preamble, a turn's earlier history) is computed
+    once and kept for later chunks while the weights stay as they are (any in-place change of
+    a parameter, as an optimizer step or ``load_state_dict`` makes, drops it).
     """
 
     name = "hf"
@@ -80,19 +83,29 @@ class HFBackend(GenerationBackend):
         tokenizer: Any,
         batch_size: int = 64,
         autocast_dtype: torch.dtype | None = None,
+        prefix_caching: bool = True,
     ) -> None:
         self.model = model
         self.pad_id = int(tokenizer.pad_token_id)
         self.eos_ids = eos_token_ids(model, tokenizer)
         self.batch_size = batch_size
         self.autocast_dtype = autocast_dtype
+        self.prefix_cache = PrefixCache() if prefix_caching else None
+        self._weights = self._weights_version()
+
+    def _weights_version(self) -> tuple[tuple[int, int], ...]:
+        """Which parameters the model holds and how often each was changed in place."""
+        return tuple((id(p), p._version) for p in self.model.parameters())
 
     def generate(
         self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
     ) -> list[list[int]]:
+        if self.prefix_cache is not None and (version := self._weights_version()) != self._weights:
+            self.prefix_cache, self._weights = PrefixCache(), version
         return generate_batched(
             self.model, prompts, sampling, seeds, batch_size=self.batch_size,
             pad_id=self.pad_id, eos_ids=self.eos_ids, autocast_dtype=self.autocast_dtype,
+            prefix_cache=self.prefix_cache,
         )
 
 
@@ -102,7 +115,7 @@ BACKENDS: dict[str, BackendFactory] = {"hf": HFBackend}
 
 def register_backend(name: str, factory: BackendFactory) -> None:
     """Add a backend factory ``factory(model, tokenizer, **options)`` under ``name``; the
-    trainer's options are ``batch_size`` and ``autocast_dtype``."""
+    trainer's options are ``batch_size``, ``autocast_dtype`` and ``prefix_caching``."""
     BACKENDS[name] = factory
 
 

@@ -43,6 +43,7 @@ class VLLMBackend(GenerationBackend):
         batch_size: the most sequences the engine decodes at once (``max_num_seqs``).
         autocast_dtype: the trainer's autocast dtype; ``None`` runs the engine in float32.
         kv_cache_gib: memory of the engine's KV cache.
+        prefix_caching: reuse the KV of prompt prefixes seen before (vLLM's prefix cache).
         engine_options: more keyword arguments for ``vllm.LLM``.
     """
 
@@ -55,6 +56,7 @@ class VLLMBackend(GenerationBackend):
         batch_size: int = 64,
         autocast_dtype: torch.dtype | None = None,
         kv_cache_gib: float = 1.0,
+        prefix_caching: bool = True,
         **engine_options: Any,
     ) -> None:
         import_vllm()
@@ -65,7 +67,8 @@ class VLLMBackend(GenerationBackend):
             self.engine = VLLMEngine(
                 str(self.folder), eos_token_ids(model, tokenizer),
                 dtype="bfloat16" if autocast_dtype == torch.bfloat16 else "float32",
-                max_num_seqs=batch_size, kv_cache_gib=kv_cache_gib, **engine_options,
+                max_num_seqs=batch_size, kv_cache_gib=kv_cache_gib,
+                prefix_caching=prefix_caching, **engine_options,
             )
         except BaseException:
             shutil.rmtree(self.folder, ignore_errors=True)

@@ -107,6 +107,8 @@ class RolloutConfig:
             or any name added with
             :func:`~arlarena_baselines.rollout.generation.register_backend`.
         gen_batch_size: prompts per generation call.
+        prefix_caching: reuse the KV of the prompt prefix that prompts share (the preamble,
+            earlier turns) within a policy version; it changes only speed.
         env_workers: env worker processes (0 = step envs in the trainer's process), or
             ``ray`` / ``ray:N``: Ray actors, one per CPU of the Ray cluster or N
             (``pip install 'arlarena[openrlhf]'``).
@@ -134,6 +136,7 @@ class RolloutConfig:
     top_k: int = 0
     backend: str = "hf"
     gen_batch_size: int = 64
+    prefix_caching: bool = True
     env_workers: int | str = 0
     seed: int = 0
     num_tasks: int | None = None

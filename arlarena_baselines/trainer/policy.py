@@ -80,6 +80,7 @@ class Policy:
         backend = make_backend(
             config.rollout.backend, model, tokenizer,
             batch_size=config.rollout.gen_batch_size, autocast_dtype=amp,
+            prefix_caching=config.rollout.prefix_caching,
         )
         return cls(
             model, tokenizer, device, amp, backend, config.rl.micro_batch_size, temperature,

@@ -227,6 +227,7 @@ class SFTTrainer:
                 mn.GRAD_NORM: float(grad_norm)}
 
     def evaluate(self) -> dict[str, float]:
+        self.policy.sync()  # an engine backend samples from the weights trained so far
         return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
                                step=self.step)
 
