@@ -211,6 +211,19 @@ def test_a_forked_host_gets_servers_of_its_own(sandbox: Sandbox) -> None:
     assert child == b"42\n" and mine.stdout == "49\n"
 
 
+def test_a_kill_that_crosses_the_runs_end_is_ignored() -> None:
+    """The host gives up on a run just as it ends: the server has reported the end already and
+    takes the late ``kill`` as nothing."""
+    box = Sandbox(LIMITS)
+    if not box.warm:
+        pytest.skip("warm servers need root")
+    assert box.run("pass").ok
+    zygote = box._pool.acquire()
+    zygote.control.send(b"kill")
+    box._pool.release(zygote)
+    assert box.run("print(3)").stdout == "3\n" and zygote.alive()
+
+
 def test_a_dead_warm_server_is_replaced() -> None:
     from arlarena_envs.tir_math import _warm
 
