@@ -176,7 +176,7 @@ def test_a_run_leaves_nothing_for_the_next(sandbox: Sandbox) -> None:
     assert servers() == before
     deep = "import os\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')"
     assert sandbox.run(deep).ok and sandbox.run(LOOK).stdout == "[] [] [[], [], []]\n"
-    assert not (before & servers()) if sandbox.warm else servers() == before
+    assert len(before - servers()) == (1 if sandbox.warm else 0)  # the deep tree's retired
 
 
 def test_runs_draw_fresh_random_numbers(sandbox: Sandbox) -> None:

@@ -686,20 +686,17 @@ class Sandbox:
     def _run_warm(self, data: bytes, cgroup: RunCgroup | None) -> ExecResult:
         """One execution forked by a warm server of the pool."""
         assert self._pool is not None
-        zygote = self._pool.acquire()
         fds = _Fds()
         hello, hello_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ended: list[int | None] = []
+        zygote = None
         try:
             hello.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             ends = fds.streams()
             uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
             request = {"limits": self._limits_args(uid), "relative_memory": bool(self._preload)}
             start = time.monotonic()
-            try:
-                zygote.request(request, [*ends, hello_child.fileno()])
-            except ZygoteError as error:
-                raise SandboxError(str(error)) from None
+            zygote = self._request(request, [*ends, hello_child.fileno()])
             fds.close_child()
             hello_child.close()
 
@@ -721,12 +718,27 @@ class Sandbox:
             return self._communicate(fds, data, start, cgroup, {hello.fileno(): admit}, wait,
                                      kill)
         finally:
-            if not ended:
-                zygote.kill_run()
+            if zygote is not None:
+                if not ended:
+                    zygote.kill_run()
+                self._pool.release(zygote)
             fds.close()
             hello.close()
             hello_child.close()
-            self._pool.release(zygote)
+
+    def _request(self, request: dict, fds: list[int]) -> Zygote:
+        """Hand a run to an idle server (a fresh one if the first has died meanwhile)."""
+        assert self._pool is not None
+        for last in (False, True):
+            zygote = self._pool.acquire()
+            try:
+                zygote.request(request, fds)
+                break
+            except ZygoteError as error:
+                self._pool.release(zygote)  # it is gone: the pool ends it
+                if last:
+                    raise SandboxError(str(error)) from None
+        return zygote
 
     def _communicate(
         self, fds: _Fds, data: bytes, start: float, cgroup: RunCgroup | None,
