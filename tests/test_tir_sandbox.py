@@ -224,6 +224,24 @@ def test_a_kill_that_crosses_the_runs_end_is_ignored() -> None:
     assert box.run("print(3)").stdout == "3\n" and zygote.alive()
 
 
+def test_a_pool_keeps_at_most_max_idle_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from arlarena_envs.tir_math import _warm
+
+    box = Sandbox(SandboxLimits(wall_time_s=5.0, tmp_bytes=3 << 20))  # a pool of its own
+    if not box.warm:
+        pytest.skip("warm servers need root")
+    monkeypatch.setattr(_warm, "MAX_IDLE", 1)
+    before = set(_warm._ALL)
+    with ThreadPoolExecutor(3) as threads:
+        runs = list(threads.map(lambda _: box.run("import time; time.sleep(0.5)"), range(3)))
+    assert all(r.ok for r in runs)
+    assert len(box._pool._idle) == 1  # three ran at once; two were ended on release
+    assert sum(zygote.alive() for zygote in set(_warm._ALL) - before) == 1
+    assert box.run("print(5)").stdout == "5\n"
+
+
 def test_a_dead_warm_server_is_replaced() -> None:
     from arlarena_envs.tir_math import _warm
 

@@ -6,7 +6,8 @@ side is :func:`arlarena_envs.tir_math._prelude._serve`, whose docstring gives th
 
 Servers are shared by every :class:`~arlarena_envs.tir_math.sandbox.Sandbox` of the process
 with the same layout, ``/tmp`` size and preload; the pool grows to the number of executions
-that run at once, and each server serves one execution at a time. A server ends when its
+that run at once (keeping at most :data:`MAX_IDLE` idle, some 70 MB each with numpy and sympy),
+and each server serves one execution at a time. A server ends when its
 control socket closes: at :meth:`Zygote.close`, at exit, or with this process, however it dies.
 A forked child of this process (a ``fork`` worker) starts with no servers: its copies of the
 parent's control sockets are closed, so parent and child never talk to the same server.
@@ -26,12 +27,14 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 
-__all__ = ["Zygote", "ZygotePool", "pool"]
+__all__ = ["MAX_IDLE", "Zygote", "ZygoteError", "ZygotePool", "pool"]
 
 _START_TIMEOUT_S = 60.0
 """How long a server may take to import its preload (seconds; a loaded machine is slow)."""
 _KILL_TIMEOUT_S = 5.0
 """How long a server may take to end a run it was told to kill."""
+MAX_IDLE = max(4, os.cpu_count() or 1)
+"""The most idle servers a pool keeps; one released beyond them is ended."""
 
 
 class ZygoteError(RuntimeError):
@@ -150,11 +153,12 @@ class ZygotePool:
 
     def release(self, zygote: Zygote) -> None:
         """Return ``zygote`` to the pool, or end it if it cannot serve again."""
-        if not zygote.alive():
-            zygote.close()
-            return
         with self._lock:
-            self._idle.append(zygote)
+            keep = zygote.alive() and len(self._idle) < MAX_IDLE
+            if keep:
+                self._idle.append(zygote)
+        if not keep:
+            zygote.close()
 
     def close(self) -> None:
         with self._lock:
