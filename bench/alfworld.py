@@ -420,7 +420,8 @@ def main() -> None:
     parser.add_argument("--latency-steps", type=int, default=20)
     parser.add_argument("--throughput-seconds", type=float, default=60.0)
     parser.add_argument("--soak-games", type=int, default=300)
-    parser.add_argument("--soak-random-steps", type=int, default=15)
+    parser.add_argument("--soak-random-steps", type=int, default=8,
+                        help="the most random commands before the expert (the shipped record: 8)")
     parser.add_argument("--record", default=None,
                         help="write TextWorld's transcripts of the soak to this .json.gz file")
     parser.add_argument("--checked-games", type=int, default=None,

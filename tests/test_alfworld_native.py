@@ -1,6 +1,6 @@
 """The native ALFWorld engine against TextWorld: the differential test and the pieces under it.
 
-* ``test_native_replays_textworlds_transcripts``: TextWorld's runs of 700 generated games
+* ``test_native_replays_textworlds_transcripts``: TextWorld's runs of 2,006 generated games
   over all splits and task types (random admissible commands, then the planner expert to the
   win), recorded by ``python bench/alfworld.py --only soak --record ...``, replayed natively;
   every step's observation, admissible list, reward, done and won must digest the same. A
@@ -52,9 +52,9 @@ def test_native_replays_textworlds_transcripts(tmp_path):
         recorded = json.load(f)
     assert recorded["generator_version"] == GENERATOR_VERSION, (
         "the transcripts are of another generator version: re-record them with "
-        "`python bench/alfworld.py --only soak --soak-games 700 --record " f"{TRANSCRIPTS}`")
+        f"`python bench/alfworld.py --only soak --soak-games 2000 --record {TRANSCRIPTS}`")
     games = recorded["games"]
-    assert len(games) >= 700
+    assert len(games) >= 2000
     assert {g["split"] for g in games} == set(SPLITS)
     kinds = Counter((g["split"], split_task_types(g["split"])[g["index"]]) for g in games)
     assert {(s, t) for s in SPLITS for t in TASK_TYPES} <= set(kinds)
