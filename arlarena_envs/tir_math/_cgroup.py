@@ -1,8 +1,12 @@
 """Per-run cgroups for the sandbox: one memory and process budget for a run as a whole.
 
 Holds :func:`find_cgroups` (``-> Cgroups | None``), :class:`Cgroups` (``create(memory_bytes,
-max_processes) -> RunCgroup``) and :class:`RunCgroup` (``add(pid)``, ``oom_killed()``,
-``remove()``). Stale cgroups of dead processes are removed when the next process looks.
+max_processes) -> RunCgroup``) and :class:`RunCgroup` (``add(pid)``, ``set_limits``,
+``usage()``, ``oom_kills()`` / ``oom_killed()``, ``remove()``). A cold run has a cgroup of its
+own; a warm server has one for its life, which each of its runs enters by being forked there
+(no migration on a run's path: moving a task between cgroups waits for an RCU grace period,
+some 7 ms per hierarchy on an idle machine). Stale cgroups of dead processes are removed when
+the next process looks.
 
 With cgroup v2, each run gets one directory under a parent that has the ``memory`` and ``pids``
 controllers enabled for its children: ``ARLARENA_SANDBOX_CGROUP`` if set (a delegated
@@ -90,15 +94,40 @@ class RunCgroup:
         for directory in dict.fromkeys((self.memory, self.pids)):
             _write(directory / "cgroup.procs", str(pid))
 
-    def oom_killed(self) -> bool:
-        """Whether the kernel killed a process of the run for going over its memory."""
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed here for going over the memory limit."""
         name = "memory.events" if self.version == 2 else "memory.oom_control"
         try:
             text = (self.memory / name).read_text()
         except OSError:
-            return False
+            return 0
         counts = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
-        return int(counts.get("oom_kill", "0")) > 0
+        return int(counts.get("oom_kill", "0"))
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the run for going over its memory."""
+        return self.oom_kills() > 0
+
+    def usage(self) -> int:
+        """The bytes charged here now."""
+        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
+        return int((self.memory / name).read_text())
+
+    def set_limits(self, memory_bytes: int, max_processes: int) -> None:
+        """Hold at most ``memory_bytes`` (swap off) and ``max_processes`` tasks."""
+        if self.version == 2:
+            _write(self.memory / "memory.max", str(memory_bytes))
+            if (self.memory / "memory.swap.max").exists():
+                _write(self.memory / "memory.swap.max", "0")
+        else:  # v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every write
+            files = ["memory.limit_in_bytes"]
+            if (self.memory / "memory.memsw.limit_in_bytes").exists():
+                files.append("memory.memsw.limit_in_bytes")
+            if memory_bytes > int((self.memory / files[0]).read_text()):
+                files.reverse()
+            for name in files:
+                _write(self.memory / name, str(memory_bytes))
+        _write(self.pids / "pids.max", str(max_processes))
 
     def remove(self) -> None:
         """Kill whatever is left in the run's cgroups and delete them."""
@@ -164,15 +193,7 @@ class Cgroups:
         try:
             for directory in dict.fromkeys((memory, pids)):
                 directory.mkdir()
-            if self.version == 2:
-                _write(memory / "memory.max", str(memory_bytes))
-                if (memory / "memory.swap.max").exists():
-                    _write(memory / "memory.swap.max", "0")
-            else:
-                _write(memory / "memory.limit_in_bytes", str(memory_bytes))
-                if (memory / "memory.memsw.limit_in_bytes").exists():
-                    _write(memory / "memory.memsw.limit_in_bytes", str(memory_bytes))
-            _write(pids / "pids.max", str(max_processes))
+            run.set_limits(memory_bytes, max_processes)
         except BaseException:
             run.remove()
             raise

@@ -13,15 +13,14 @@ keep the start cheap.
 **The warm server** (``-c PRELUDE serve CONTROL_FD PRELOAD PATH...``, as root only): it imports
 the ``PRELOAD`` modules (comma-separated, e.g. numpy and sympy), says ``ready`` on the control
 socket, then serves one execution at a time. A request carries the limits and, as file
-descriptors, the run's stdin, stdout, stderr, answer channel and a greeting socket. The server
-forks; the child greets the host on that socket (the kernel tells the host its pid, which the
-host moves into the run's cgroup) and waits for ``go``, then does what one execution does, its
-random generators reseeded. When the child exits, or the host says ``kill``, the server kills
-every other process of its pid namespace (``CAP_KILL``; bwrap's init and itself excepted), then,
-as the run's uid, deletes what the run left in ``/tmp`` and its System V IPC objects, and
-reports ``exit CODE``; ``exit CODE last`` if anything could not be removed, after which it
-exits. A run never shares a process, a file or an IPC object with the next one. End of file on
-the control socket ends the server.
+descriptors, the run's stdin, stdout, stderr and answer channel. The server forks (the child is
+in the server's cgroup, whose limits the host sets for the run), and the child does what one
+execution does, its random generators reseeded. When the child exits, or the host says
+``kill``, the server kills every other process of its pid namespace (``CAP_KILL``; bwrap's init
+and itself excepted), then, as the run's uid, deletes what the run left in ``/tmp`` and its
+System V IPC objects, and reports ``exit CODE``; ``exit CODE last`` if anything could not be
+removed, after which it exits. A run never shares a process, a file or an IPC object with the
+next one. End of file on the control socket ends the server.
 
 Nothing here runs on import, so the module stays importable (and doctest-collectable) on the
 host.
@@ -33,8 +32,8 @@ import sys
 
 __all__ = ["main"]
 
-_ANSWER_FD, _HELLO_FD = 3, 4
-"""Where a warm child finds its answer channel and its greeting socket."""
+_ANSWER_FD = 3
+"""Where a warm child finds its answer channel."""
 
 
 class _FinalAnswer(BaseException):
@@ -170,7 +169,7 @@ def _serve(control_fd: int, preload: list[str]) -> None:
 
 
 def _child(fds: list[int], config: list[int], relative_memory: bool) -> None:
-    """The forked execution: its streams in place, admitted by the host, then the run."""
+    """The forked execution: its streams in place, then the run."""
     import fcntl
     import os
 
@@ -178,13 +177,9 @@ def _child(fds: list[int], config: list[int], relative_memory: bool) -> None:
     try:
         os.setsid()
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds]
-        for fd, target in zip(high, (0, 1, 2, _ANSWER_FD, _HELLO_FD), strict=True):
+        for fd, target in zip(high, (0, 1, 2, _ANSWER_FD), strict=True):
             os.dup2(fd, target)
-        os.closerange(_HELLO_FD + 1, 1 << 16)
-        os.write(_HELLO_FD, b"hello")
-        if os.read(_HELLO_FD, 8) != b"go":
-            os._exit(1)
-        os.close(_HELLO_FD)
+        os.closerange(_ANSWER_FD + 1, 1 << 16)
         _reseed()
         try:
             _execute(_ANSWER_FD, config, relative_memory)

@@ -27,6 +27,8 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 
+from arlarena_envs.tir_math._cgroup import RunCgroup
+
 __all__ = ["MAX_IDLE", "Zygote", "ZygoteError", "ZygotePool", "pool"]
 
 _START_TIMEOUT_S = 60.0
@@ -45,14 +47,17 @@ class Zygote:
     """One warm server (see the module docs)."""
 
     def __init__(self, argv: Sequence[str], pass_fds: Sequence[int], control: socket.socket,
-                 child_end: socket.socket) -> None:
-        """Start ``argv`` (bwrap, ending in the prelude's ``serve``) and wait until it is ready.
-
-        ``child_end`` is the server's end of ``control``; it and ``pass_fds`` are passed to it
-        and closed here.
+                 child_end: socket.socket, admit: Callable[[], None],
+                 cgroup: RunCgroup | None = None) -> None:
+        """Start ``argv`` (bwrap, ending in the prelude's ``serve``), call ``admit`` (which closes
+        this process's copies of ``pass_fds`` and, with ``cgroup``, moves the sandbox into it)
+        and wait until the server is ready. ``child_end``, the server's end of ``control``, is
+        passed to it and closed here; ``cgroup`` is the server's for its life.
         """
         self.control = control
+        self.cgroup = cgroup
         self.last = False
+        self._limits: tuple[int, int] | None = None
         _ALL.add(self)
         try:
             self.process = subprocess.Popen(
@@ -62,15 +67,31 @@ class Zygote:
             )
         finally:
             child_end.close()
-            for fd in pass_fds:
-                os.close(fd)
         assert self.process.stderr is not None
+        try:
+            admit()
+        except BaseException:
+            self.close()
+            raise
         ready = self._receive(_START_TIMEOUT_S)
         if ready != b"ready":
-            self.close()
             error = self.process.stderr.read(4000).decode(errors="replace").strip()
+            self.close()
             raise ZygoteError(f"the warm sandbox failed to start: {error or 'no reply'}")
         self.process.stderr.close()
+        self.baseline = cgroup.usage() if cgroup is not None else 0
+
+    def bound(self, memory_bytes: int, max_processes: int) -> None:
+        """Limit the next run to ``memory_bytes`` beyond what the server holds and
+        ``max_processes`` beside the server's two (bwrap's init and the server)."""
+        limits = (self.baseline + memory_bytes, max_processes + 2)
+        if self.cgroup is not None and limits != self._limits:
+            self.cgroup.set_limits(*limits)
+            self._limits = limits
+
+    def oom_kills(self) -> int:
+        """Processes of this server's cgroup killed so far for going over its memory."""
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
     def fileno(self) -> int:
         return self.control.fileno()
@@ -122,6 +143,8 @@ class Zygote:
             self.process.wait()
         if self.process.stderr and not self.process.stderr.closed:
             self.process.stderr.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def _receive(self, timeout: float) -> bytes | None:
         deadline = time.monotonic() + timeout

@@ -1,5 +1,5 @@
-"""A sandbox for model-written Python: a fresh uid, cgroup and ``/tmp`` per execution, in a
-bubblewrap namespace of its own or forked by a warm server.
+"""A sandbox for model-written Python: a fresh uid, memory budget and ``/tmp`` per execution,
+in a bubblewrap namespace of its own or forked by a warm server.
 
 Holds :class:`Sandbox` (``run(code) -> ExecResult``), :class:`SandboxLimits`,
 :class:`ExecResult`, :class:`ExecStatus`, the errors :class:`SandboxUnavailable` /
@@ -39,16 +39,18 @@ failing.
 **Warm servers** (as root, the default): instead of one bwrap per execution, a process-wide
 pool of warm servers (:mod:`arlarena_envs.tir_math._warm`), each a bwrap set up as above whose
 interpreter has imported :data:`PRELOAD` (where a cgroup bounds runs' memory) and forks one
-execution at a time. The child becomes a fresh random uid, enters the run's cgroup and applies
-the same limits (its address-space cap counting from what the server already maps), with its
-random generators reseeded. When it ends, the server (which keeps ``CAP_KILL``) kills every
-other process of the namespace, deletes the run's files in ``/tmp`` and its System V IPC
-objects as the run's uid, and retires if anything is left. A run cannot signal, trace or read
-the server (another uid) and never sees the code or output of another run: those travel on
-the run's own pipes, which the server only hands over. Runs then cost a fork, not a bwrap and
-an interpreter start (see ``bench/tir_sandbox.py``); ``warm=False`` gives the cold path, and an
-unprivileged caller always has it (bwrap's user namespace maps one uid, so runs could not be
-told apart from their server).
+execution at a time, in the server's own cgroup, whose limits the host sets to the run's
+budget on top of what the server holds once ready (a run never migrates between cgroups: that
+waits for an RCU grace period, 7 ms or more on an idle machine). The child becomes a fresh
+random uid and applies the same limits (its address-space cap counting from what the server
+already maps), with its random generators reseeded. When it ends, the server (which keeps
+``CAP_KILL``) kills every other process of the namespace, deletes the run's files in ``/tmp``
+and its System V IPC objects as the run's uid, and retires if anything is left. A run cannot
+signal, trace or read the server (another uid) and never sees the code or output of another run:
+those travel on the run's own pipes, which the server only hands over. Runs then cost a fork,
+not a bwrap and an interpreter start (see ``bench/tir_sandbox.py``); ``warm=False`` gives the
+cold path, and an unprivileged caller always has it (bwrap's user namespace maps one uid, so
+runs could not be told apart from their server).
 
 Without ``bwrap`` the sandbox refuses to start unless the caller opts in to running code with
 resource limits only (``unsafe=True`` or ``ARLARENA_UNSAFE_SANDBOX=1``), which is logged as a
@@ -63,6 +65,7 @@ import logging
 import os
 import platform
 import secrets
+import select
 import selectors
 import shutil
 import signal
@@ -595,24 +598,37 @@ class Sandbox:
         return [self._bwrap, "--args", str(fds.holding(encoded)), "--", *python]
 
     def _spawn(self) -> Zygote:
-        """Start a warm server (run by the pool when none is idle)."""
+        """Start a warm server (run by the pool when none is idle), in a cgroup of its own where
+        runs' memory is bounded by one."""
         fds = _Fds()
         control, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cgroup = None
         try:
-            options, _ = self._options(fds, None, warm=True)
+            if self._cgroups is not None:
+                cgroup = self._cgroups.create(self.limits.memory_bytes + (256 << 20),
+                                              self.limits.max_processes + 2)
+            options, _ = self._options(fds, cgroup, warm=True)
             python = [self._layout.python, "-S", "-P", "-u", "-B", "-c", _PRELUDE, "serve",
                       str(child_end.fileno()), ",".join(self._preload), *self._layout.sys_path]
             argv = self._bwrap_argv(fds, options, python)
-        except BaseException:
-            fds.close()
-            control.close()
-            child_end.close()
-            raise
-        pass_fds, fds.opened = fds.opened, []
-        try:
-            return Zygote(argv, pass_fds, control, child_end)
+
+            def admit() -> None:
+                fds.close_child()
+                if fds.info >= 0:
+                    info = _read_to_end(fds.info, 30.0)
+                    self._enter_cgroup(cgroup, _child_pid(info), fds)
+
+            return Zygote(argv, fds.child, control, child_end, admit, cgroup)
         except ZygoteError as error:
             raise SandboxError(str(error)) from None
+        except BaseException:
+            control.close()
+            child_end.close()
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        finally:
+            fds.close()
 
     # -- running -------------------------------------------------------------------------------
     def run(self, code: str) -> ExecResult:
@@ -627,14 +643,14 @@ class Sandbox:
                 ExecStatus.ERROR, "", "",
                 message=f"Code rejected: longer than {self.limits.max_code_bytes} bytes.",
             )
+        if self._pool is not None:
+            return self._run_warm(data)
         cgroup = None
         if self._cgroups is not None:
-            monitor = 0 if self.unsafe or self.warm else 1  # bwrap's pid 1 shares a cold run's
+            monitor = 0 if self.unsafe else 1  # bwrap's pid 1 shares the run's cgroup
             cgroup = self._cgroups.create(
                 self.limits.memory_bytes, self.limits.max_processes + monitor)
         try:
-            if self._pool is not None:
-                return self._run_warm(data, cgroup)
             return self._run_cold(data, cgroup)
         finally:
             if cgroup is not None:
@@ -674,8 +690,9 @@ class Sandbox:
                     return bool(chunk)
 
                 watch[fds.info] = read_info
-            return self._communicate(fds, data, start, cgroup, watch,
-                                     functools.partial(_wait, proc), functools.partial(_kill, proc))
+            return self._communicate(
+                fds, data, start, watch, functools.partial(_wait, proc),
+                functools.partial(_kill, proc), cgroup.oom_killed if cgroup else lambda: False)
         finally:
             if proc is not None and proc.poll() is None:
                 _kill(proc)
@@ -683,29 +700,19 @@ class Sandbox:
             if workdir:
                 workdir.cleanup()
 
-    def _run_warm(self, data: bytes, cgroup: RunCgroup | None) -> ExecResult:
-        """One execution forked by a warm server of the pool."""
+    def _run_warm(self, data: bytes) -> ExecResult:
+        """One execution forked by a warm server of the pool, in the server's cgroup."""
         assert self._pool is not None
         fds = _Fds()
-        hello, hello_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ended: list[int | None] = []
         zygote = None
         try:
-            hello.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             ends = fds.streams()
             uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
             request = {"limits": self._limits_args(uid), "relative_memory": bool(self._preload)}
             start = time.monotonic()
-            zygote = self._request(request, [*ends, hello_child.fileno()])
+            zygote, kills = self._request(request, list(ends))
             fds.close_child()
-            hello_child.close()
-
-            def admit() -> bool:
-                pid = _sender_pid(hello)
-                if pid is not None:
-                    self._enter_cgroup(cgroup, pid, None)
-                    hello.send(b"go")
-                return False
 
             def wait(timeout: float) -> int | None:
                 if not ended:
@@ -715,40 +722,43 @@ class Sandbox:
             def kill() -> None:
                 ended[:] = [zygote.kill_run()]
 
-            return self._communicate(fds, data, start, cgroup, {hello.fileno(): admit}, wait,
-                                     kill)
+            return self._communicate(fds, data, start, {}, wait, kill,
+                                     lambda: zygote.oom_kills() > kills)
         finally:
             if zygote is not None:
                 if not ended:
                     zygote.kill_run()
                 self._pool.release(zygote)
             fds.close()
-            hello.close()
-            hello_child.close()
 
-    def _request(self, request: dict, fds: list[int]) -> Zygote:
-        """Hand a run to an idle server (a fresh one if the first has died meanwhile)."""
+    def _request(self, request: dict, fds: list[int]) -> tuple[Zygote, int]:
+        """Hand a run to an idle server (a fresh one if the first has died meanwhile), within
+        this sandbox's limits; the server, and its cgroup's OOM kills before the run."""
         assert self._pool is not None
         for last in (False, True):
             zygote = self._pool.acquire()
             try:
+                zygote.bound(self.limits.memory_bytes, self.limits.max_processes)
+                kills = zygote.oom_kills()
                 zygote.request(request, fds)
                 break
-            except ZygoteError as error:
+            except (ZygoteError, OSError) as error:
+                zygote.last = True
                 self._pool.release(zygote)  # it is gone: the pool ends it
                 if last:
                     raise SandboxError(str(error)) from None
-        return zygote
+        return zygote, kills
 
     def _communicate(
-        self, fds: _Fds, data: bytes, start: float, cgroup: RunCgroup | None,
-        watch: dict[int, Callable[[], bool]], wait: Callable[[float], int | None],
-        kill: Callable[[], None],
+        self, fds: _Fds, data: bytes, start: float, watch: dict[int, Callable[[], bool]],
+        wait: Callable[[float], int | None], kill: Callable[[], None],
+        out_of_memory: Callable[[], bool],
     ) -> ExecResult:
         """Feed the code once the interpreter is ready and collect the output until the run
         ends or overruns. ``watch`` maps more fds to read to their handlers (which say whether
-        to keep watching); ``wait(timeout)`` gives the exit status (``None``: still running);
-        ``kill`` ends the run."""
+        to keep watching); ``wait(timeout)`` gives the exit status (``None``: still running,
+        or, before the deadline, its warm server died: a kill); ``kill`` ends the run;
+        ``out_of_memory`` says whether the kernel killed a process of it for memory."""
         limits = self.limits
         deadline = start + limits.wall_time_s
         out: dict[int, bytearray] = {fds.stdout: bytearray(), fds.stderr: bytearray()}
@@ -809,21 +819,21 @@ class Sandbox:
             selector.close()
             if stopped is not None or code is None:
                 kill()
-            out_of_memory = cgroup is not None and cgroup.oom_killed()
+        if stopped is ExecStatus.TIMEOUT and time.monotonic() < deadline:
+            stopped, code = None, 128 + signal.SIGKILL  # the run's warm server died under it
         elapsed = time.monotonic() - start
         return self._result(
-            code, stopped, out[fds.stdout], out[fds.stderr], channel, elapsed, out_of_memory)
+            code, stopped, out[fds.stdout], out[fds.stderr], channel, elapsed, out_of_memory())
 
     @staticmethod
-    def _enter_cgroup(cgroup: RunCgroup | None, pid: int | None, fds: _Fds | None) -> None:
-        """Move the run's first process into ``cgroup``, then (cold) let bwrap go on."""
+    def _enter_cgroup(cgroup: RunCgroup | None, pid: int | None, fds: _Fds) -> None:
+        """Move bwrap's child into ``cgroup``, then let it go on."""
         if pid is not None and cgroup is not None:
             try:
                 cgroup.add(pid)
             except OSError as error:
                 raise SandboxError(f"could not move the sandbox into its cgroup: {error}") from None
-        if fds is not None:
-            fds.release_block()
+        fds.release_block()
 
     def _answer(self, channel: bytearray) -> str | None:
         """The last answer line of the channel, cut to ``max_answer_chars``."""
@@ -913,18 +923,16 @@ def _child_pid(info: bytearray) -> int | None:
         return None
 
 
-def _sender_pid(sock: socket.socket) -> int | None:
-    """The pid (in this process's namespace) of the process that sent the next message on
-    ``sock`` (``SO_PASSCRED`` set), or ``None`` if the sender closed it instead."""
-    creds = struct.calcsize("=iII")
-    try:
-        message, ancillary, _, _ = sock.recvmsg(16, socket.CMSG_SPACE(creds))
-    except OSError:
-        return None
-    for level, kind, payload in ancillary:
-        if message and level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            return struct.unpack("=iII", payload[:creds])[0]
-    return None
+def _read_to_end(fd: int, timeout: float) -> bytearray:
+    """What ``fd`` holds until its writers close it (at most 4 KiB kept, ``timeout`` s)."""
+    data = bytearray()
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk[: max(4096 - len(data), 0)]
+    return data
 
 
 def _wait(proc: subprocess.Popen, timeout: float) -> int | None:
