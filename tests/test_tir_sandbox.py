@@ -253,6 +253,24 @@ def test_a_dead_warm_server_is_replaced() -> None:
         if zygote.alive():
             os.killpg(zygote.process.pid, signal.SIGKILL)
     assert box.run("print(2)").stdout == "2\n"
+    busy = set(_warm._ALL) - set(box._pool._idle)
+
+    def kill_the_server() -> None:  # the one the next run takes, once it has started
+        time.sleep(0.5)
+        for zygote in set(_warm._ALL) - busy:
+            if zygote.alive() and zygote not in box._pool._idle:
+                os.killpg(zygote.process.pid, signal.SIGKILL)
+
+    import threading
+
+    killer = threading.Thread(target=kill_the_server)
+    killer.start()
+    start = time.monotonic()
+    result = box.run("import time\nprint('started', flush=True)\ntime.sleep(2.5)")
+    killer.join()
+    assert result.status is ExecStatus.KILLED and result.stdout == "started\n", result
+    assert time.monotonic() - start < 2.0
+    assert box.run("print(4)").stdout == "4\n"
 
 
 def test_cannot_read_etc_shadow(sandbox: Sandbox) -> None:

@@ -8,7 +8,9 @@ Servers are shared by every :class:`~arlarena_envs.tir_math.sandbox.Sandbox` of 
 with the same layout, ``/tmp`` size and preload; the pool grows to the number of executions
 that run at once (keeping at most :data:`MAX_IDLE` idle, some 70 MB each with numpy and sympy),
 and each server serves one execution at a time. A server ends when its
-control socket closes: at :meth:`Zygote.close`, at exit, or with this process, however it dies.
+control socket closes (at :meth:`Zygote.close`, at exit) and with this process, however it dies
+(bwrap's ``--die-with-parent``, which follows the thread that started bwrap: servers are started
+from one thread that lasts as long as the process).
 A forked child of this process (a ``fork`` worker) starts with no servers: its copies of the
 parent's control sockets are closed, so parent and child never talk to the same server.
 """
@@ -26,6 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from arlarena_envs.tir_math._cgroup import RunCgroup
 
@@ -59,12 +62,12 @@ class Zygote:
         self.last = False
         self._limits: tuple[int, int] | None = None
         _ALL.add(self)
-        try:
-            self.process = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        try:  # bwrap's --die-with-parent follows the thread that starts it: a lasting one
+            self.process = _SPAWNER.submit(
+                subprocess.Popen, list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, pass_fds=[*pass_fds, child_end.fileno()],
                 start_new_session=True, env={"PATH": "/usr/local/bin:/usr/bin:/bin"}, cwd="/",
-            )
+            ).result()
         finally:
             child_end.close()
         assert self.process.stderr is not None
@@ -195,6 +198,8 @@ class ZygotePool:
         self._idle = []
 
 
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="arlarena-sandbox-spawner")
+"""The one thread that starts servers, alive as long as the process."""
 _POOLS: dict[tuple, ZygotePool] = {}
 _POOLS_LOCK = threading.Lock()
 _ALL: weakref.WeakSet[Zygote] = weakref.WeakSet()
@@ -218,8 +223,9 @@ def _close_pools() -> None:
 
 def _forget_after_fork() -> None:
     """In a forked child: drop the parent's servers without telling them anything."""
-    global _POOLS_LOCK
+    global _POOLS_LOCK, _SPAWNER
     _POOLS_LOCK = threading.Lock()
+    _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="arlarena-sandbox-spawner")
     for zygote in list(_ALL):
         zygote.last = True
         zygote.control.close()

@@ -568,13 +568,12 @@ class Sandbox:
         ``--disable-userns`` refuses nested ones. With a cgroup, bwrap reports its child's pid
         (``--info-fd``) and waits (``--block-fd``) until the host has moved that child into the
         cgroup, so that every process of the sandbox starts in it. A warm server also keeps
-        ``CAP_KILL`` (it ends each run's processes), and ends when its control socket closes
-        rather than with the thread that started it.
+        ``CAP_KILL`` (it ends each run's processes).
         """
         options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "sandbox", "--new-session",
-            *([] if warm else ["--die-with-parent"]), *self._mount_args(),
+            "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
+            *self._mount_args(),
         ]
         uid = 0
         if self.is_root:
@@ -701,7 +700,15 @@ class Sandbox:
                 workdir.cleanup()
 
     def _run_warm(self, data: bytes) -> ExecResult:
-        """One execution forked by a warm server of the pool, in the server's cgroup."""
+        """One execution forked by a warm server of the pool, in the server's cgroup; again on
+        a fresh server if the first one failed before the run had its code (a server that died
+        idle or under the run's start: no code has run, so none runs twice)."""
+        try:
+            return self._run_on_server(data)
+        except SandboxError:
+            return self._run_on_server(data)
+
+    def _run_on_server(self, data: bytes) -> ExecResult:
         assert self._pool is not None
         fds = _Fds()
         ended: list[int | None] = []
@@ -732,21 +739,18 @@ class Sandbox:
             fds.close()
 
     def _request(self, request: dict, fds: list[int]) -> tuple[Zygote, int]:
-        """Hand a run to an idle server (a fresh one if the first has died meanwhile), within
-        this sandbox's limits; the server, and its cgroup's OOM kills before the run."""
+        """Hand a run to an idle server within this sandbox's limits; the server, and its
+        cgroup's OOM kills before the run."""
         assert self._pool is not None
-        for last in (False, True):
-            zygote = self._pool.acquire()
-            try:
-                zygote.bound(self.limits.memory_bytes, self.limits.max_processes)
-                kills = zygote.oom_kills()
-                zygote.request(request, fds)
-                break
-            except (ZygoteError, OSError) as error:
-                zygote.last = True
-                self._pool.release(zygote)  # it is gone: the pool ends it
-                if last:
-                    raise SandboxError(str(error)) from None
+        zygote = self._pool.acquire()
+        try:
+            zygote.bound(self.limits.memory_bytes, self.limits.max_processes)
+            kills = zygote.oom_kills()
+            zygote.request(request, fds)
+        except (ZygoteError, OSError) as error:
+            zygote.last = True
+            self._pool.release(zygote)  # it is gone: the pool ends it
+            raise SandboxError(f"the warm sandbox failed: {error}") from None
         return zygote, kills
 
     def _communicate(
