@@ -96,9 +96,6 @@ class Zygote:
         """Processes of this server's cgroup killed so far for going over its memory."""
         return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
-    def fileno(self) -> int:
-        return self.control.fileno()
-
     def alive(self) -> bool:
         return not self.last and self.process.poll() is None
 
