@@ -8,6 +8,7 @@ check that a run leaves nothing (files, processes, IPC objects, random state) fo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -222,6 +223,22 @@ def test_a_kill_that_crosses_the_runs_end_is_ignored() -> None:
     zygote.control.send(b"kill")
     box._pool.release(zygote)
     assert box.run("print(3)").stdout == "3\n" and zygote.alive()
+
+
+def test_a_run_that_closes_its_pipes_and_overruns_keeps_its_server() -> None:
+    """With every pipe closed the host waits on the server for the run's end; when the deadline
+    passes first, the run is killed and the server, which did nothing wrong, serves again."""
+    from arlarena_envs.tir_math import _warm
+
+    box = Sandbox(dataclasses.replace(LIMITS, wall_time_s=1.0))
+    if not box.warm:
+        pytest.skip("warm servers need root")
+    assert box.run("pass").ok
+    servers = {z for z in _warm._ALL if z.alive()}
+    result = box.run("import os, time\nos.closerange(0, 1024)\ntime.sleep(30)")
+    assert result.status is ExecStatus.TIMEOUT, (result.status, result.message)
+    assert {z for z in _warm._ALL if z.alive()} == servers
+    assert box.run("print(5)").stdout == "5\n"
 
 
 def test_a_pool_keeps_at_most_max_idle_servers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -109,9 +109,12 @@ class Zygote:
 
     def read_exit(self, timeout: float) -> int | None:
         """The run's exit status once the server reports it (every process of the run gone),
-        or ``None`` if it did not within ``timeout`` or the server broke off."""
+        or ``None`` if it did not within ``timeout`` (the run goes on: ``kill_run`` ends it and
+        keeps the server) or the server broke off (it is then retired)."""
         message = self._receive(timeout)
-        if not message or not message.startswith(b"exit "):
+        if message is None:
+            return None
+        if not message.startswith(b"exit "):
             self.last = True
             return None
         fields = message.split()
@@ -147,13 +150,15 @@ class Zygote:
             self.cgroup.remove()
 
     def _receive(self, timeout: float) -> bytes | None:
+        """The server's next message; ``b""`` if it broke off, ``None`` if it said nothing
+        within ``timeout``."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             if select.select([self.control], [], [], left)[0]:
                 try:
                     return self.control.recv(256)
                 except OSError:
-                    return None
+                    return b""
         return None
 
 
