@@ -11,6 +11,7 @@ import math
 import pytest
 
 from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.arena.findings import judge
 from arlarena_baselines.arena.plan import ArenaPlan, RunSpec, Setting, parse_grid, plan_runs
 from arlarena_baselines.arena.report import (
     ConfigResult,
@@ -149,6 +150,51 @@ def test_a_configuration_is_stable_only_if_every_seed_is():
     assert math.isclose(config.variance, 0.25) and not config.stable
 
 
+STEADY = [0.5] * 10
+
+
+def _verdicts(*runs):
+    configs = summarize([run for group in runs for run in group])
+    return {f.claim: f.verdict for f in judge(configs, select_configs(configs))}
+
+
+def test_findings_judge_held_out_differences_by_their_standard_error():
+    grpo = _config("GRPO", "base", "base", 0.1, STEADY)
+    verdicts = _verdicts(grpo, _config("GiGPO", "base", "base", 0.9, STEADY),
+                         _config("DAPO_GRPO", "base", "base", 0.1, STEADY),
+                         _config("DAPO_GiGPO", "base", "base", 0.5, STEADY))
+    assert verdicts["GiGPO beats GRPO."] == "holds"
+    # DAPO costs GiGPO 0.4 and GRPO nothing: the contrary of the claim.
+    assert verdicts["DAPO's filtering helps GiGPO more than GRPO."] == "fails"
+    assert verdicts["SAMPO is best overall."] == "not run"
+    assert _verdicts(grpo, _config("GiGPO", "base", "base", 0.2, STEADY))[
+        "GiGPO beats GRPO."] == "within noise"  # one level in ten
+    verdicts = _verdicts(grpo, _config("GiGPO", "base", "base", 0.5, STEADY),
+                         _config("SAMPO", "base", "base", 0.0, STEADY))
+    assert verdicts["SAMPO is best overall."] == "fails"
+
+
+def test_findings_judge_collapse_and_masking_by_detector_and_criterion():
+    clipping = ("Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping (GSPO) "
+                "stays stable.")
+    masking = "Sequence masking stabilises CISPO and SAPO."
+    calm = [_config(m, "base", "base", 0.5, STEADY) for m in ("CISPO", "SAPO", "GSPO")]
+    masked = [_config(m, "base", "base", 0.5, STEADY) for m in ("CISPO_SM", "SAPO_SM")]
+    verdicts = _verdicts(*calm, *masked)
+    assert verdicts[clipping] == "fails"  # no collapse to show
+    assert verdicts[masking] == "within noise"  # nothing to stabilise; the same success
+    stale = _config("CISPO", "staleness", "staleness-x", 0.2, STEADY, collapse_at=4)
+    assert _verdicts(*calm, stale)[clipping] == "holds"
+    swinging_gspo = _config("GSPO", "staleness", "staleness-x", 0.5, [0.5] * 8 + [0.0, 1.0])
+    assert _verdicts(*calm, stale, swinging_gspo)[clipping] == "fails"
+    collapsed = [_config("CISPO", "base", "base", 0.2, STEADY, collapse_at=4),
+                 _config("SAPO", "base", "base", 0.2, STEADY, collapse_at=4)]
+    assert _verdicts(*collapsed, *masked)[masking] == "holds"
+    assert _verdicts(*collapsed, masked[0], _config(
+        "SAPO_SM", "base", "base", 0.2, STEADY, collapse_at=2))[masking] == "mixed"
+    assert _verdicts(*calm)[masking] == "not run"
+
+
 def test_one_seed_paired_difference_is_the_evaluation_modules():
     a = {(0, level): float(level % 3 == 0) for level in range(30)}
     b = {(0, level): float(level % 2 == 0) for level in range(25)}
@@ -196,6 +242,9 @@ def test_arena_trains_every_run_and_reports_rows_and_figures(arena):
     assert "| checkpoint | start | 1 |" in methods_table
     assert "| GRPO | base | 1 |" in methods_table and "| CISPO | base | 1 |" in methods_table
     assert "| CISPO | stabiliser-kl_coef=0.05 | 1 |" in report.split("## Stabilisers")[1]
+    findings = report.split("## The study's findings")[1].split("##")[0]
+    assert "| 1 | Tolerant clipping" in findings and "| 3 | GiGPO beats GRPO. | **not run** |" in (
+        findings)
     for name in ("success.png", "diagnostics.png", "kl_shares.png"):
         assert (arena / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in report

@@ -49,6 +49,7 @@ from arlarena_baselines.arena.figures import (
     plot_kl_shares,
     plot_success,
 )
+from arlarena_baselines.arena.findings import Z, find, judge
 from arlarena_baselines.arena.plan import IS_CLIPPING_METHODS, ROLES, STABILISED_METHODS, START
 from arlarena_baselines.arena.runner import RECORD_FILE
 from arlarena_baselines.arena.stats import (
@@ -328,6 +329,17 @@ def _section(title: str, intro: str, groups: list[tuple[ConfigResult | None, lis
             *_table(["method", "setting", "seeds", *_ROW_HEADER, *extra], rows)]
 
 
+def _findings(configs: list[ConfigResult], chosen: dict[str, ConfigResult]) -> list[str]:
+    """The study's findings with this arena's verdicts (:mod:`.findings`)."""
+    rows = [[str(i), f.claim, f"**{f.verdict}**", f.evidence]
+            for i, f in enumerate(judge(configs, chosen), 1)]
+    return ["", "## The study's findings", "",
+            f"Verdicts: a difference counts beyond {Z:g} standard errors; a configuration "
+            "breaks when the collapse detector fired or it misses the stability criterion. "
+            "The GiGPO, DAPO and SAMPO claims compare the selected configurations.", "",
+            *_table(["", "claim", "verdict", "evidence"], rows)]
+
+
 def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRESHOLD,
                     figures: Iterable[str] = FIGURES) -> str:
     """The report's markdown: settings, the four tables, the figures."""
@@ -346,14 +358,15 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
         "held-out episodes, or across seeds when that is larger)." + _noise_note(configs),
         [(reference, [*start, *chosen.values()])],
     )
+    lines += _findings(configs, chosen)
     lines += _section(
         "Stabilisers (CISPO, SAPO)",
         "Each against the method's base run (Δ and paired Δ): a larger KL coefficient, a larger "
         "update mini-batch, and the sequence mask (the `_SM` method).",
-        [(_find(configs, m, "base"),
-          [_find(configs, m, "base"),
+        [(find(configs, m, "base"),
+          [find(configs, m, "base"),
            *(c for c in configs if c.method == m and c.role == "stabiliser"),
-           _find(configs, f"{m}_SM", "base")])
+           find(configs, f"{m}_SM", "base")])
          for m in STABILISED_METHODS
          if any(c.method == m and c.role == "stabiliser" for c in configs)],
     )
@@ -363,7 +376,7 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
         "per rollout batch (Δ and paired Δ against the base). Means over the steps: updates per "
         "step, KL(πθ‖πold), the token fractions with the ratio below 1-ε_low at A < 0 and above "
         "1+ε_high at A > 0.",
-        [(_find(configs, m, "base"), [c for c in configs if c.method == m
+        [(find(configs, m, "base"), [c for c in configs if c.method == m
                                       and c.role in ("base", "staleness")])
          for m in IS_CLIPPING_METHODS
          if any(c.method == m and c.role == "staleness" for c in configs)],
@@ -375,7 +388,7 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
         "Grid search",
         "Every configuration tried (Δ and paired Δ against the method's base); ✓ marks the "
         "selected one.",
-        [(_find(configs, m, "base"), [c for c in configs if c.method == m
+        [(find(configs, m, "base"), [c for c in configs if c.method == m
                                       and c.role in ("base", "grid")])
          for m in dict.fromkeys(c.method for c in configs if c.role == "grid")],
         ("selected",),
@@ -384,10 +397,6 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
     lines += ["", "## Figures", ""]
     lines += [f"![{Path(f).stem}]({f})" for f in figures]
     return "\n".join(lines) + "\n"
-
-
-def _find(configs: list[ConfigResult], method: str, role: str) -> ConfigResult | None:
-    return next((c for c in configs if c.method == method and c.role == role), None)
 
 
 CSV_FIELDS = ["method", "role", "setting", "overrides", "seeds", "selected", "success",
@@ -453,7 +462,7 @@ def write_report(root: str | Path, out: str | Path | None = None,
     shares = {}
     for method in STABILISED_METHODS:
         for name in (method, f"{method}_SM"):
-            config = _find(configs, name, "base")
+            config = find(configs, name, "base")
             shares[name] = config.curve() if config is not None else None
     out.mkdir(parents=True, exist_ok=True)
     figures = []

@@ -1,0 +1,166 @@
+"""The study's five findings, judged on an arena's results.
+
+Holds :class:`Finding` (a claim, its verdict and the numbers behind it), :func:`judge` (all
+five) and :func:`find` (a method's configuration of a role).
+
+A verdict is one of :data:`VERDICTS`:
+
+- ``holds`` / ``fails``: the arena shows the claim / its contrary;
+- ``within noise``: the difference the claim is about is within :data:`Z` standard errors;
+- ``mixed``: a claim about two methods holds for one and fails for the other;
+- ``not run``: the arena lacks a method the claim needs.
+
+Differences of held-out success are paired on the (seed, level) episodes both runs played;
+their standard error carries the seeds' spread where there are several (see :mod:`.stats`).
+A configuration *breaks* when the collapse detector fired in one of its runs or it misses the
+stability criterion (the variance of training success over the final 20% of steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arlarena_baselines.arena.stats import paired_difference
+
+if TYPE_CHECKING:
+    from arlarena_baselines.arena.report import ConfigResult
+
+__all__ = ["VERDICTS", "Finding", "Z", "find", "judge"]
+
+VERDICTS = ("holds", "fails", "within noise", "mixed", "not run")
+# A difference counts when it exceeds this many standard errors (about 95% two-sided).
+Z = 2.0
+
+Outcomes = Mapping[tuple[int, int], float]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One of the study's claims as this arena judges it."""
+
+    claim: str
+    verdict: str
+    evidence: str
+
+
+def find(configs: Sequence[ConfigResult], method: str, role: str) -> ConfigResult | None:
+    """The first configuration of ``method`` with ``role``, or ``None``."""
+    return next((c for c in configs if c.method == method and c.role == role), None)
+
+
+def _by_difference(mean: float, se: float) -> str:
+    if mean - Z * se > 0:
+        return "holds"
+    if mean + Z * se < 0:
+        return "fails"
+    return "within noise"
+
+
+def _delta(a: Outcomes, b: Outcomes) -> tuple[float, float, str]:
+    mean, se, n = paired_difference(a, b)
+    return mean, se, f"{mean:+.3f} ± {se:.3f} (n = {n})"
+
+
+def _combined(verdicts: Sequence[str]) -> str:
+    distinct = set(verdicts)
+    if len(distinct) == 1:
+        return verdicts[0]
+    return "mixed" if {"holds", "fails"} <= distinct else "within noise"
+
+
+def _breaks(config: ConfigResult) -> bool:
+    return bool(config.collapses) or not config.stable
+
+
+def _state(config: ConfigResult) -> str:
+    collapses = ", ".join(f"step {step} (seed {seed})" for seed, step in config.collapses)
+    return (f"{config.method} {config.setting}: "
+            f"{'collapsed at ' + collapses if collapses else 'no collapse'}, "
+            f"{'stable' if config.stable else 'unstable'} (var {config.variance:.3g})")
+
+
+def _clipping(configs: Sequence[ConfigResult]) -> Finding:
+    claim = ("Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping (GSPO) stays "
+             "stable.")
+    rows = {m: [c for c in configs if c.method == m and c.role in ("base", "staleness")]
+            for m in ("CISPO", "SAPO", "GSPO")}
+    if not all(rows.values()):
+        return Finding(claim, "not run", "needs CISPO, SAPO and GSPO")
+    tolerant = any(c.collapses for m in ("CISPO", "SAPO") for c in rows[m])
+    sequence = not any(_breaks(c) for c in rows["GSPO"])
+    verdict = "holds" if tolerant and sequence else "fails"
+    evidence = "; ".join(_state(c) for m in rows for c in rows[m])
+    return Finding(claim, verdict, evidence)
+
+
+def _masking(configs: Sequence[ConfigResult]) -> Finding:
+    claim = "Sequence masking stabilises CISPO and SAPO."
+    verdicts, evidence = [], []
+    for method in ("CISPO", "SAPO"):
+        plain, masked = find(configs, method, "base"), find(configs, f"{method}_SM", "base")
+        if plain is None or masked is None:
+            continue
+        if _breaks(plain):
+            verdict = "fails" if _breaks(masked) else "holds"
+            evidence.append(f"{_state(plain)}; {_state(masked)}")
+        else:  # nothing to stabilise: does the mask cost or gain held-out success?
+            mean, se, text = _delta(masked.outcomes(), plain.outcomes())
+            verdict = _by_difference(mean, se)
+            evidence.append(f"{method} did not break; {method}_SM − {method}: {text}")
+        verdicts.append(verdict)
+    if not verdicts:
+        return Finding(claim, "not run", "needs CISPO and CISPO_SM, or SAPO and SAPO_SM")
+    return Finding(claim, _combined(verdicts), "; ".join(evidence))
+
+
+def _beats(configs: Mapping[str, ConfigResult], better: str, worse: str) -> Finding:
+    claim = f"{better} beats {worse}."
+    if better not in configs or worse not in configs:
+        return Finding(claim, "not run", f"needs {better} and {worse}")
+    mean, se, text = _delta(configs[better].outcomes(), configs[worse].outcomes())
+    return Finding(claim, _by_difference(mean, se), f"held-out success {better} − {worse}: {text}")
+
+
+def _filtering(configs: Mapping[str, ConfigResult]) -> Finding:
+    claim = "DAPO's filtering helps GiGPO more than GRPO."
+    names = ("DAPO_GiGPO", "GiGPO", "DAPO_GRPO", "GRPO")
+    if not all(n in configs for n in names):
+        return Finding(claim, "not run", "needs " + ", ".join(names))
+    o = {n: configs[n].outcomes() for n in names}
+    gain_gigpo = {k: o["DAPO_GiGPO"][k] - o["GiGPO"][k]
+                  for k in set(o["DAPO_GiGPO"]) & set(o["GiGPO"])}
+    gain_grpo = {k: o["DAPO_GRPO"][k] - o["GRPO"][k]
+                 for k in set(o["DAPO_GRPO"]) & set(o["GRPO"])}
+    mean, se, text = _delta(gain_gigpo, gain_grpo)
+    evidence = (f"gain on GiGPO {_delta(o['DAPO_GiGPO'], o['GiGPO'])[2]}, on GRPO "
+                f"{_delta(o['DAPO_GRPO'], o['GRPO'])[2]}; their difference {text}")
+    return Finding(claim, _by_difference(mean, se), evidence)
+
+
+def _best(configs: Mapping[str, ConfigResult], best: str) -> Finding:
+    claim = f"{best} is best overall."
+    others = {m: c for m, c in configs.items() if m != best}
+    if best not in configs or not others:
+        return Finding(claim, "not run", f"needs {best} and another method")
+    rival = max(others.values(), key=lambda c: c.success[0])
+    mean, se, text = _delta(configs[best].outcomes(), rival.outcomes())
+    verdict = _by_difference(mean, se)
+    if verdict == "holds" and configs[best].success[0] < rival.success[0]:
+        verdict = "within noise"  # paired on fewer seeds than the means: no claim either way
+    return Finding(claim, verdict,
+                   f"the best other method is {rival.method} "
+                   f"({rival.success[0]:.3f}); {best} − {rival.method}: {text}")
+
+
+def judge(configs: Sequence[ConfigResult], chosen: Mapping[str, ConfigResult]) -> list[Finding]:
+    """The five findings, in the issue's order, on ``configs`` (every configuration) and
+    ``chosen`` (per method, the selected one)."""
+    return [
+        _clipping(configs),
+        _masking(configs),
+        _beats(chosen, "GiGPO", "GRPO"),
+        _filtering(chosen),
+        _best(chosen, "SAMPO"),
+    ]
