@@ -174,7 +174,7 @@ def test_findings_judge_held_out_differences_by_their_standard_error():
     assert verdicts["SAMPO is best overall."] == "fails"
 
 
-def test_findings_judge_collapse_and_masking_by_detector_and_criterion():
+def test_findings_judge_collapse_and_masking_by_the_collapse_detector():
     clipping = ("Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping (GSPO) "
                 "stays stable.")
     masking = "Sequence masking stabilises CISPO and SAPO."
@@ -185,8 +185,8 @@ def test_findings_judge_collapse_and_masking_by_detector_and_criterion():
     assert verdicts[masking] == "within noise"  # nothing to stabilise; the same success
     stale = _config("CISPO", "staleness", "staleness-x", 0.2, STEADY, collapse_at=4)
     assert _verdicts(*calm, stale)[clipping] == "holds"
-    swinging_gspo = _config("GSPO", "staleness", "staleness-x", 0.5, [0.5] * 8 + [0.0, 1.0])
-    assert _verdicts(*calm, stale, swinging_gspo)[clipping] == "fails"
+    collapsed_gspo = _config("GSPO", "staleness", "staleness-x", 0.5, STEADY, collapse_at=5)
+    assert _verdicts(*calm, stale, collapsed_gspo)[clipping] == "fails"
     collapsed = [_config("CISPO", "base", "base", 0.2, STEADY, collapse_at=4),
                  _config("SAPO", "base", "base", 0.2, STEADY, collapse_at=4)]
     assert _verdicts(*collapsed, *masked)[masking] == "holds"

@@ -12,8 +12,9 @@ A verdict is one of :data:`VERDICTS`:
 
 Differences of held-out success are paired on the (seed, level) episodes both runs played;
 their standard error carries the seeds' spread where there are several (see :mod:`.stats`).
-A configuration *breaks* when the collapse detector fired in one of its runs or it misses the
-stability criterion (the variance of training success over the final 20% of steps).
+A configuration *collapses* when the collapse detector fired in one of its runs. The stability
+criterion (the variance of training success over the final 20% of steps) is quoted, not judged
+on: with a few levels per step, the levels drawn can set it (see the report's note on scale).
 """
 
 from __future__ import annotations
@@ -70,10 +71,6 @@ def _combined(verdicts: Sequence[str]) -> str:
     return "mixed" if {"holds", "fails"} <= distinct else "within noise"
 
 
-def _breaks(config: ConfigResult) -> bool:
-    return bool(config.collapses) or not config.stable
-
-
 def _state(config: ConfigResult) -> str:
     collapses = ", ".join(f"step {step} (seed {seed})" for seed, step in config.collapses)
     return (f"{config.method} {config.setting}: "
@@ -89,7 +86,7 @@ def _clipping(configs: Sequence[ConfigResult]) -> Finding:
     if not all(rows.values()):
         return Finding(claim, "not run", "needs CISPO, SAPO and GSPO")
     tolerant = any(c.collapses for m in ("CISPO", "SAPO") for c in rows[m])
-    sequence = not any(_breaks(c) for c in rows["GSPO"])
+    sequence = not any(c.collapses for c in rows["GSPO"])
     verdict = "holds" if tolerant and sequence else "fails"
     evidence = "; ".join(_state(c) for m in rows for c in rows[m])
     return Finding(claim, verdict, evidence)
@@ -102,13 +99,13 @@ def _masking(configs: Sequence[ConfigResult]) -> Finding:
         plain, masked = find(configs, method, "base"), find(configs, f"{method}_SM", "base")
         if plain is None or masked is None:
             continue
-        if _breaks(plain):
-            verdict = "fails" if _breaks(masked) else "holds"
+        if plain.collapses:
+            verdict = "fails" if masked.collapses else "holds"
             evidence.append(f"{_state(plain)}; {_state(masked)}")
         else:  # nothing to stabilise: does the mask cost or gain held-out success?
             mean, se, text = _delta(masked.outcomes(), plain.outcomes())
             verdict = _by_difference(mean, se)
-            evidence.append(f"{method} did not break; {method}_SM − {method}: {text}")
+            evidence.append(f"{method} did not collapse; {method}_SM − {method}: {text}")
         verdicts.append(verdict)
     if not verdicts:
         return Finding(claim, "not run", "needs CISPO and CISPO_SM, or SAPO and SAPO_SM")

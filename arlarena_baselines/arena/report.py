@@ -59,7 +59,7 @@ from arlarena_baselines.arena.stats import (
     stability_variance,
 )
 from arlarena_baselines.trainer import keys
-from arlarena_baselines.trainer.config import config_from_dict
+from arlarena_baselines.trainer.config import TrainConfig, config_from_dict
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
 __all__ = [
@@ -284,16 +284,34 @@ _ROW_HEADER = ["held-out success", "score", "Δ success", "paired Δ success", "
                "stable", "collapse"]
 
 
+def _base_config(configs: list[ConfigResult]) -> TrainConfig | None:
+    """The config a base run was trained with (every run shares all but its setting), or
+    ``None`` when its folder lacks it."""
+    base = next((c for c in configs if c.role == "base"), configs[0])
+    path = base.runs[0].folder / CONFIG_FILE if base.runs[0].folder else None
+    if path is None or not path.is_file():
+        return None
+    return config_from_dict(yaml.safe_load(path.read_text()))
+
+
 def _noise_note(configs: list[ConfigResult]) -> str:
-    """The variance one step's training success has from sampling alone, p(1−p)/episodes,
-    averaged over the base runs' steps: the floor under any run's stability variance."""
-    floors = [r[mn.SUCCESS_RATE] * (1 - r[mn.SUCCESS_RATE]) / r[keys.EPISODES]
+    """The variance one step's training success has from sampling alone, averaged over the
+    base runs' steps: the floor under any run's stability variance. Between p(1−p)/episodes
+    (independent episodes) and p(1−p)/levels (each level all won or all lost), because a
+    step's rollouts share a few levels."""
+    floors = [r[mn.SUCCESS_RATE] * (1 - r[mn.SUCCESS_RATE])
               for c in configs if c.role == "base" for run in c.runs for r in run.steps
-              if r.get(mn.SUCCESS_RATE) is not None and r.get(keys.EPISODES)]
-    if not floors:
+              if r.get(mn.SUCCESS_RATE) is not None]
+    config = _base_config(configs)
+    if not floors or config is None:
         return ""
-    return (" For scale: sampling alone gives one step's training success a variance of about "
-            f"{np.mean(floors):.2g} (p(1−p) / episodes per step, mean over the base runs).")
+    r = config.rollout
+    spread = float(np.mean(floors))
+    return (" For scale: the levels and the sampling alone give one step's training success a "
+            f"variance between {spread / (r.n_groups * r.group_size):.2g} (p(1−p) / "
+            f"{r.n_groups * r.group_size} episodes) and {spread / r.n_groups:.2g} (p(1−p) / "
+            f"{r.n_groups} levels, if each level is all won or all lost), mean over the base "
+            "runs' steps.")
 
 
 def _settings_line(configs: list[ConfigResult]) -> list[str]:
@@ -301,11 +319,9 @@ def _settings_line(configs: list[ConfigResult]) -> list[str]:
     env)."""
     from arlarena_baselines.trainer.sampling import eval_sampling, training_sampling
 
-    base = next((c for c in configs if c.role == "base"), configs[0])
-    path = base.runs[0].folder / CONFIG_FILE
-    if not path.is_file():
+    c = _base_config(configs)
+    if c is None:
         return []
-    c = config_from_dict(yaml.safe_load(path.read_text()))
     r, train, held = c.rollout, training_sampling(c), eval_sampling(c)
     return [
         f"Env `{r.env}`, model `{c.model.name}`; {c.rl.steps} steps of {r.n_groups} levels × "
@@ -335,7 +351,7 @@ def _findings(configs: list[ConfigResult], chosen: dict[str, ConfigResult]) -> l
             for i, f in enumerate(judge(configs, chosen), 1)]
     return ["", "## The study's findings", "",
             f"Verdicts: a difference counts beyond {Z:g} standard errors; a configuration "
-            "breaks when the collapse detector fired or it misses the stability criterion. "
+            "collapses when the collapse detector fired in one of its runs. "
             "The GiGPO, DAPO and SAMPO claims compare the selected configurations.", "",
             *_table(["", "claim", "verdict", "evidence"], rows)]
 
