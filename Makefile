@@ -10,7 +10,7 @@ EXTRAS ?= $(RUN_EXTRAS),api,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint bench learn clean
+.PHONY: install run test lint bench learn arena clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,17 @@ learn: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena plot runs/learn-rl
 	$(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
 		--set eval.episodes=512 --out runs/learn-compare runs/learn-bc/final runs/learn-rl/final
+
+# `make arena`: the committed micro-arena (docs/arena/): behaviour cloning as in `make learn`,
+# then every method from it (2 seeds for GRPO, the IS-clipping methods and the methods of the
+# GiGPO, DAPO and SAMPO findings), the stabiliser, staleness and grid rows; then the report,
+# with the runs' small files, into docs/arena. About 1.5 h on 2 cores.
+ARENA := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena.yaml --jobs 2
+arena: $(VENV)/.installed-run
+	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
+	$(ARENA) --methods GRPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GRPO,DAPO_GiGPO,SAMPO --seeds 2 --no-stabilisers --staleness 0
+	$(ARENA) --grid CISPO:clip_high=0.28 --grid SAPO:tau_neg=1.05 --grid GSPO:clip_high=0.001
+	$(VENV)/bin/arlarena arena --report runs/arena --out docs/arena
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -15,6 +15,8 @@ their standard error carries the seeds' spread where there are several (see :mod
 A configuration *collapses* when the collapse detector fired in one of its runs. The stability
 criterion (the variance of training success over the final 20% of steps) is quoted, not judged
 on: with a few levels per step, the levels drawn can set it (see the report's note on scale).
+Masking is judged on collapses where the unmasked method collapsed, else on held-out success
+(whether the mask keeps more of what the unmasked method's updates lose).
 """
 
 from __future__ import annotations
@@ -102,10 +104,11 @@ def _masking(configs: Sequence[ConfigResult]) -> Finding:
         if plain.collapses:
             verdict = "fails" if masked.collapses else "holds"
             evidence.append(f"{_state(plain)}; {_state(masked)}")
-        else:  # nothing to stabilise: does the mask cost or gain held-out success?
+        else:  # no collapse to prevent: does the mask keep more of the start's success?
             mean, se, text = _delta(masked.outcomes(), plain.outcomes())
             verdict = _by_difference(mean, se)
-            evidence.append(f"{method} did not collapse; {method}_SM − {method}: {text}")
+            evidence.append(f"no collapse of {method} to prevent; held-out success "
+                            f"{method}_SM − {method}: {text}")
         verdicts.append(verdict)
     if not verdicts:
         return Finding(claim, "not run", "needs CISPO and CISPO_SM, or SAPO and SAPO_SM")
