@@ -1,0 +1,45 @@
+"""The committed arena (docs/arena/): it is what ``make arena`` makes, and its report is what
+its runs' files rebuild."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from arlarena_baselines.arena.report import write_report
+from arlarena_baselines.arena.runner import RECORD_FILE
+from arlarena_baselines.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "docs" / "arena"
+
+
+def _make_arena_invocations() -> list[list[str]]:
+    """The arguments of each ``$(ARENA)`` line of the Makefile's ``arena`` target, with the
+    ``ARENA`` variable's own."""
+    makefile = (ROOT / "Makefile").read_text()
+    base = shlex.split(re.search(r"^ARENA := \S+ arena (.*)$", makefile, re.M).group(1))
+    return [base + shlex.split(line) for line in
+            re.findall(r"^\t\$\(ARENA\) (.*)$", makefile, re.M)]
+
+
+def test_the_committed_runs_are_the_make_arena_plan_all_finished(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    planned: set[str] = set()
+    for args in _make_arena_invocations():
+        assert main(["arena", *args, "--out", str(COMMITTED), "--dry-run"]) == 0
+        lines = capsys.readouterr().out.splitlines()[:-1]
+        for line in lines:
+            steps, _, folder = line.split()[-3:]
+            done, total = steps.split("/")
+            assert done == total, line
+            planned.add(folder)
+    committed = {str(p.parent) for p in COMMITTED.rglob(RECORD_FILE)}
+    assert planned == committed
+
+
+def test_the_committed_report_is_what_its_runs_rebuild(tmp_path):
+    write_report(COMMITTED, tmp_path)
+    for name in ("arena.md", "arena.csv"):
+        assert (tmp_path / name).read_text() == (COMMITTED / name).read_text(), name
