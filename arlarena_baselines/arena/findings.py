@@ -129,11 +129,11 @@ def _filtering(configs: Mapping[str, ConfigResult]) -> Finding:
     if not all(n in configs for n in names):
         return Finding(claim, "not run", "needs " + ", ".join(names))
     o = {n: configs[n].outcomes() for n in names}
-    gain_gigpo = {k: o["DAPO_GiGPO"][k] - o["GiGPO"][k]
-                  for k in set(o["DAPO_GiGPO"]) & set(o["GiGPO"])}
-    gain_grpo = {k: o["DAPO_GRPO"][k] - o["GRPO"][k]
-                 for k in set(o["DAPO_GRPO"]) & set(o["GRPO"])}
-    mean, se, text = _delta(gain_gigpo, gain_grpo)
+
+    def gain(a: Outcomes, b: Outcomes) -> dict[tuple[int, int], float]:
+        return {k: a[k] - b[k] for k in a.keys() & b.keys()}
+
+    mean, se, text = _delta(gain(o["DAPO_GiGPO"], o["GiGPO"]), gain(o["DAPO_GRPO"], o["GRPO"]))
     evidence = (f"gain on GiGPO {_delta(o['DAPO_GiGPO'], o['GiGPO'])[2]}, on GRPO "
                 f"{_delta(o['DAPO_GRPO'], o['GRPO'])[2]}; their difference {text}")
     return Finding(claim, _by_difference(mean, se), evidence)

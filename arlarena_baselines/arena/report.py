@@ -294,15 +294,14 @@ def _base_config(configs: list[ConfigResult]) -> TrainConfig | None:
     return config_from_dict(yaml.safe_load(path.read_text()))
 
 
-def _noise_note(configs: list[ConfigResult]) -> str:
+def _noise_note(configs: list[ConfigResult], config: TrainConfig | None) -> str:
     """The variance one step's training success has from sampling alone, averaged over the
     base runs' steps: the floor under any run's stability variance. Between p(1−p)/episodes
     (independent episodes) and p(1−p)/levels (each level all won or all lost), because a
-    step's rollouts share a few levels."""
+    step's rollouts share a few levels. ``config``: the runs' (:func:`_base_config`)."""
     floors = [r[mn.SUCCESS_RATE] * (1 - r[mn.SUCCESS_RATE])
               for c in configs if c.role == "base" for run in c.runs for r in run.steps
               if r.get(mn.SUCCESS_RATE) is not None]
-    config = _base_config(configs)
     if not floors or config is None:
         return ""
     r = config.rollout
@@ -314,12 +313,11 @@ def _noise_note(configs: list[ConfigResult]) -> str:
             "runs' steps.")
 
 
-def _settings_line(configs: list[ConfigResult]) -> list[str]:
-    """What every run shared, read from a base run's config (sampling as resolved for the
-    env)."""
+def _settings_line(c: TrainConfig | None) -> list[str]:
+    """What every run shared, from the runs' config (:func:`_base_config`; sampling as
+    resolved for the env)."""
     from arlarena_baselines.trainer.sampling import eval_sampling, training_sampling
 
-    c = _base_config(configs)
     if c is None:
         return []
     r, train, held = c.rollout, training_sampling(c), eval_sampling(c)
@@ -362,7 +360,8 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
     chosen = select_configs(configs)
     reference = chosen.get(REFERENCE)
     start = [c for c in configs if c.role == "start"]
-    lines = ["# Arena", "", *_settings_line(configs)]
+    config = _base_config(configs)
+    lines = ["# Arena", "", *_settings_line(config)]
     lines += _section(
         "Methods",
         f"`{START}`: the starting checkpoint, untrained. Per method, its selected configuration "
@@ -371,7 +370,7 @@ def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRE
         f"{threshold} for every seed, and the collapse detector never fired). Δ success: "
         f"against {REFERENCE} in percent; paired Δ: the mean difference of success against "
         f"{REFERENCE} on the same (seed, level) episodes. ± is one standard error (over the "
-        "held-out episodes, or across seeds when that is larger)." + _noise_note(configs),
+        "held-out episodes, or across seeds when that is larger)." + _noise_note(configs, config),
         [(reference, [*start, *chosen.values()])],
     )
     lines += _findings(configs, chosen)
