@@ -269,6 +269,7 @@ def test_a_dead_warm_server_is_replaced() -> None:
     for zygote in list(_warm._ALL):
         if zygote.alive():
             os.killpg(zygote.process.pid, signal.SIGKILL)
+            zygote.process.wait()  # dead, not dying: a dying one is the mid-run case below
     assert box.run("print(2)").stdout == "2\n"
     busy = set(_warm._ALL) - set(box._pool._idle)
 
