@@ -45,9 +45,9 @@ class CountingBackend(HFBackend):
         super().__init__(*args, **kwargs)
         self.calls: list[int] = []
 
-    def generate(self, prompts, sampling, seeds):
+    def generate(self, prompts, sampling, seeds, scores=None):
         self.calls.append(len(prompts))
-        return super().generate(prompts, sampling, seeds)
+        return super().generate(prompts, sampling, seeds, scores)
 
 
 def test_groups_share_the_seed_and_samples_carry_their_ids():

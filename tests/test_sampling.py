@@ -4,7 +4,8 @@ On a tiny random model (a near-uniform softmax over SmolLM2's 49k tokens): at th
 sampling most sampled tokens rank far beyond any top-k a library would default to, at the
 evaluation sampling none ranks beyond 20; a sequence does not depend on its batch; the ``hf``
 agent samples exactly like the trainer's backend; reusing the KV of a shared prompt prefix
-changes nothing but speed.
+changes nothing but speed, in the decode loop and in the training forward pass; the sampler's
+own log-probs and entropies are the forward pass's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from arlarena_baselines.rollout import (
     encode_prompt,
     pack_pairs,
     response_log_probs,
+    right_aligned,
 )
+from arlarena_baselines.rollout.forward import SHARED_PREFIX_MIN, shared_prompt_prefix
 from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.models import load_policy
 from tests.sampling_checks import token_ranks
@@ -30,6 +33,7 @@ from wrappers.agents import AgentRequest, make_agent
 from wrappers.agents.base import stream_seed
 from wrappers.agents.sampling import (
     PrefixCache,
+    TokenScores,
     generate_tokens,
     sample_tokens,
     sampling_probs,
@@ -199,3 +203,53 @@ def test_the_hf_backend_reuses_a_prefix_only_while_the_weights_stand(tiny):
             parameter.mul_(1.5)
     assert cached.generate(prompts, sampling, seeds) == plain.generate(prompts, sampling, seeds)
     assert cached.prefix_cache is not stale
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_the_sampler_scores_tokens_as_the_forward_pass_does(tiny, temperature):
+    """π_old from the decode loop (prefix cache and chunking included) is the forward pass's
+    log-prob of each sampled token, and its entropy the forward's entropy at that position."""
+    model, tokenizer = tiny
+    preamble = "You are an agent in a maze of boxes. " * 4
+    prompts = [encode_prompt(tokenizer, preamble + f"episode {e}." + " up" * e) for e in range(6)]
+    sampling = SamplingParams(temperature=temperature, max_new_tokens=TOKENS)
+    scores = TokenScores(len(prompts))
+    backend = HFBackend(model, tokenizer, batch_size=4)
+    responses = backend.generate(prompts, sampling, list(range(6)), scores=scores)
+    assert backend.exact_scores
+    assert [len(r) for r in responses] == [len(s) for s in scores.log_probs]
+    batch = pack_pairs(prompts, responses, tokenizer.pad_token_id)
+    with torch.no_grad():
+        log_prob, entropy = response_log_probs(model, batch, with_entropy=True,
+                                               temperature=temperature)
+    mask = batch.response_mask > 0
+    sampled = right_aligned(scores.log_probs, batch.width)
+    entropies = right_aligned(scores.entropies, batch.width)
+    assert (sampled - log_prob)[mask].abs().max() < 1e-5
+    assert torch.allclose(entropies[mask], entropy[mask], rtol=1e-5)  # ~10 nats: relative
+    # The same replies without scores: recording them changes no token.
+    assert backend.generate(prompts, sampling, list(range(6))) == responses
+
+
+def test_a_shared_prompt_prefix_runs_once_with_the_same_values_and_gradients(tiny):
+    """The forward pass that runs the prompt prefix all rows share once gives the log-probs,
+    entropies and parameter gradients of the plain forward pass, within float rounding."""
+    model, tokenizer = tiny
+    model = copy.deepcopy(model).train()
+    preamble = "You are an agent in a maze of boxes. " * 4
+    prompts = [encode_prompt(tokenizer, preamble + f"episode {e}." + " up" * e) for e in range(5)]
+    responses = [[(7 * e + t) % 200 + 10 for t in range(3 + e % 3)] for e in range(5)]
+    batch = pack_pairs(prompts, responses, tokenizer.pad_token_id)
+    assert shared_prompt_prefix(batch) > SHARED_PREFIX_MIN
+    results = []
+    for share in (True, False):
+        model.zero_grad()
+        log_prob, entropy = response_log_probs(model, batch, with_entropy=True,
+                                               temperature=0.8, share_prefix=share)
+        ((log_prob - 0.1 * entropy) * batch.response_mask).sum().backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters()])
+        results.append((log_prob.detach(), entropy.detach(), grads))
+    (lp, ent, grad), (lp0, ent0, grad0) = results
+    mask = batch.response_mask > 0
+    assert (lp - lp0)[mask].abs().max() < 1e-5 and (ent - ent0)[mask].abs().max() < 1e-5
+    assert torch.allclose(grad, grad0, atol=1e-5, rtol=1e-4) and grad0.abs().max() > 0

@@ -192,3 +192,34 @@ def test_resuming_a_run_killed_before_its_first_checkpoint_starts_it_over(tmp_pa
         assert read_metrics(tmp_path / EVAL_EPISODES_FILE) == []
     finally:
         trainer.close()
+
+
+def test_skipped_reference_and_entropy_passes_leave_the_loss_as_it_was(tmp_path):
+    """With ``kl_coef`` and ``entropy_coef`` at 0 the trainer builds no reference model and
+    computes no full-vocabulary entropy; the update's loss and step are those of a trainer that
+    computes both (coefficients of 1e-30: their terms are there and weigh nothing)."""
+    results = []
+    for coef in ("0.0", "1.0e-30"):
+        trainer = make_trainer(tmp_path / coef, "rl.grad_clip=1e9",
+                               f"rl.method_overrides={{kl_coef: {coef}, entropy_coef: {coef}}}")
+        try:
+            assert (trainer.reference is None) == (coef == "0.0")
+            batch = trainer.rollout(0, 0).samples
+            reference = trainer.reference_log_probs(batch)
+            losses: list[dict[str, float]] = []
+            params = list(trainer.policy.model.parameters())
+            trainer.optimizer = torch.optim.SGD(params, lr=1.0)
+            before = torch.cat([p.detach().flatten().clone() for p in params])
+            trainer.update(batch, random_advantages(len(batch)), reference, [], losses)
+            after = torch.cat([p.detach().flatten() for p in params])
+        finally:
+            trainer.close()
+        results.append((losses[0], before - after))
+    (skipped, step), (computed, step_computed) = results
+    assert mn.KL_LOSS not in skipped and mn.KL_LOSS in computed
+    assert skipped[mn.TOTAL_LOSS] == pytest.approx(computed[mn.TOTAL_LOSS], abs=1e-7)
+    assert float(step.abs().max()) > 0
+    assert torch.allclose(step, step_computed, atol=1e-6)
+    # The logged entropy is the one-sample estimate (-log π of the sampled tokens) when the
+    # full one is not computed: both estimate the same mean entropy.
+    assert skipped[mn.ENTROPY] == pytest.approx(computed[mn.ENTROPY], rel=0.1)

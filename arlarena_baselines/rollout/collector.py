@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from arlarena_baselines.rollout.continuation import continue_ids
 from arlarena_baselines.rollout.envs import EnvPool
-from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams
+from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams, TokenScores
 from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
 from wrappers.agents.base import Agent, AgentRequest, stream_seed
 from wrappers.agents.chat import ChatFormat
@@ -50,12 +50,16 @@ class Task:
 @dataclass
 class Reply:
     """A response text with its token ids (empty for agents that produce text only);
-    ``prefill``: the opening of ``text`` that the chat template wrote into the prompt."""
+    ``prefill``: the opening of ``text`` that the chat template wrote into the prompt;
+    ``log_probs`` and ``entropies``: each response token's, from the sampler (empty unless
+    the responder scores its samples)."""
 
     text: str
     prompt_ids: list[int] = field(default_factory=list)
     response_ids: list[int] = field(default_factory=list)
     prefill: str = ""
+    log_probs: list[float] = field(default_factory=list)
+    entropies: list[float] = field(default_factory=list)
 
 
 class Responder(Protocol):
@@ -70,7 +74,9 @@ class ModelResponder:
 
     A reply's text is the template's prefill (if any) followed by the decoded response, so the
     format check sees the whole reply; its ``response_ids`` are exactly the generated tokens.
-    A continued response (prompt ids given in the request's info) gets no prefill.
+    A continued response (prompt ids given in the request's info) gets no prefill. With
+    ``score`` and a backend whose scores are exact, each reply carries its tokens' log-probs
+    and entropies from the sampler.
     """
 
     def __init__(
@@ -79,23 +85,35 @@ class ModelResponder:
         tokenizer: Any,
         sampling: SamplingParams,
         chat_template_kwargs: dict[str, Any] | None = None,
+        score: bool = False,
     ) -> None:
         self.backend = backend
         self.tokenizer = tokenizer
         self.sampling = sampling
         self.chat = ChatFormat(tokenizer, dict(chat_template_kwargs or {}))
+        self.score = score and backend.exact_scores
 
     def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
         continued = [r.info.get(CONTINUED_PROMPT_IDS) for r in requests]
         prompt_ids = [c or self.chat.prompt_ids(r.prompt)
                       for c, r in zip(continued, requests, strict=True)]
         seeds = [stream_seed(seed, r.episode_id, r.turn) for r in requests]
-        responses = self.backend.generate(prompt_ids, self.sampling, seeds)
+        scores = TokenScores(len(requests)) if self.score else None
+        if scores is None:  # a backend of the older signature still plugs in
+            responses = self.backend.generate(prompt_ids, self.sampling, seeds)
+        else:
+            responses = self.backend.generate(prompt_ids, self.sampling, seeds, scores=scores)
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
-        return [  # a continued response goes on from its own text: no new prefill
+        replies = [  # a continued response goes on from its own text: no new prefill
             Reply(text, p, r) if c else Reply(self.chat.reply(text), p, r, self.chat.prefill)
             for c, text, p, r in zip(continued, texts, prompt_ids, responses, strict=True)
         ]
+        if scores is not None:
+            for reply, log_probs, entropies in zip(
+                replies, scores.log_probs, scores.entropies, strict=True
+            ):
+                reply.log_probs, reply.entropies = log_probs, entropies
+        return replies
 
 
 class AgentResponder:
@@ -148,6 +166,8 @@ class _Live:
         reply.response_ids, self.prompt_ids = continue_ids(
             tokenizer, reply.prompt_ids, reply.response_ids, reply.text[generated:],
             max(int(info["response_cut"]) - generated, 0), str(info["continuation"]), goes_on)
+        kept = len(reply.response_ids)  # a prefix of the generated ids
+        reply.log_probs, reply.entropies = reply.log_probs[:kept], reply.entropies[:kept]
 
     @property
     def traj_id(self) -> str:
@@ -173,9 +193,9 @@ def collect(
     truncates, or after ``max_turns`` turns. Each sample's ``episode_score`` is its
     trajectory's return (the sum of its rewards, format penalties included). ``scorer`` (e.g.
     the policy's :func:`~arlarena_baselines.rollout.forward.score_samples`) then fills the
-    old log-probs and entropies. Each turn samples from the stream of (``seed``, its
-    trajectory id ``group_id/k``, the turn), so an episode is the same whatever the number of
-    envs, the waves or the other tasks of the call.
+    old log-probs and entropies, where the responder's sampler did not. Each turn samples
+    from the stream of (``seed``, its trajectory id ``group_id/k``, the turn), so an episode
+    is the same whatever the number of envs, the waves or the other tasks of the call.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
@@ -237,6 +257,8 @@ def _run_wave(
                     prompt=episode.prompt,
                     response=reply.text,
                     action=str(info.get("parsed_action") or ""),
+                    old_log_probs=reply.log_probs,
+                    entropy=float(np.mean(reply.entropies)) if reply.entropies else 0.0,
                 )
             )
             episode.episode_return += float(reward)

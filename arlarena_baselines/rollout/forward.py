@@ -3,7 +3,8 @@
 Holds :class:`PackedBatch` and :func:`pack_pairs` (each prompt + response left-padded into one
 row, so every response ends at the last column), :func:`right_aligned` (per-token values into
 the same layout), :func:`response_log_probs` (log π of each response token and, if asked, the
-entropy of π at that position, computing logits for the response positions only),
+entropy of π at that position, computing logits for the response positions only, and the
+prompt prefix all rows share only once),
 :func:`sample_log_probs` (the same for step samples, batched by length) and
 :func:`score_samples`, which fills a rollout's ``old_log_probs`` and turn entropies.
 
@@ -21,6 +22,7 @@ import torch
 from torch import Tensor
 
 from arlarena_baselines.rollout.samples import StepSample
+from wrappers.agents.sampling import common_length, expanded_cache, prefix_kv
 
 __all__ = [
     "PackedBatch",
@@ -102,6 +104,60 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
     return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
 
 
+SHARED_PREFIX_MIN = 16
+"""The shortest prompt prefix worth a pass of its own in :func:`response_log_probs`."""
+
+
+def shared_prompt_prefix(batch: PackedBatch) -> int:
+    """How many leading tokens every row's prompt shares (at least one prompt token of each
+    row is left after them).
+
+    >>> shared_prompt_prefix(pack_pairs([[5, 6, 7], [0, 5, 6, 8]], [[9], [9]], pad_id=0))
+    0
+    >>> shared_prompt_prefix(pack_pairs([[5, 6, 7], [5, 6, 8, 8]], [[9], [9, 9]], pad_id=0))
+    2
+    """
+    starts = (batch.attention_mask == 0).sum(-1).tolist()
+    rows = [ids[start:] for ids, start in zip(batch.input_ids.tolist(), starts, strict=True)]
+    prompts = [len(r) - int(n) for r, n in zip(rows, batch.response_mask.sum(-1), strict=True)]
+    return max(0, min(common_length(rows), min(prompts) - 1))
+
+
+def _response_logits(model: torch.nn.Module, batch: PackedBatch, share_prefix: bool) -> Tensor:
+    """(B, K, V) logits at the positions that predict the K response columns.
+
+    The prompt prefix every row shares (the chat header and the env's preamble: most of a
+    templated prompt) runs once, and the rest of each row attends to its keys and values,
+    gradients included; rows without such a prefix, or a model whose cache cannot be shared
+    (gradient checkpointing, sliding windows), run whole.
+    """
+    width, length = batch.width, batch.input_ids.shape[1]
+    shared = shared_prompt_prefix(batch) if share_prefix else 0
+    kv = None
+    if shared >= SHARED_PREFIX_MIN and not getattr(model, "is_gradient_checkpointing", False):
+        start = int((batch.attention_mask[0] == 0).sum())
+        kv = prefix_kv(model, batch.input_ids[0, start : start + shared].tolist())
+    if kv is None:  # Positions length-K-1 .. length-2 predict the K response columns.
+        keep = torch.arange(length - width - 1, length - 1, device=batch.input_ids.device)
+        return model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                     position_ids=batch.position_ids, logits_to_keep=keep,
+                     use_cache=False).logits
+    rest = [row[row.shape[0] - int(n) + shared :] for row, n in zip(
+        batch.input_ids, batch.attention_mask.sum(-1), strict=True)]
+    rest_width = max(r.shape[0] for r in rest)
+    ids = batch.input_ids.new_zeros((len(rest), rest_width))
+    mask = batch.attention_mask.new_zeros((len(rest), shared + rest_width))
+    mask[:, :shared] = 1
+    for i, row in enumerate(rest):
+        ids[i, rest_width - row.shape[0] :] = row
+        mask[i, shared + rest_width - row.shape[0] :] = 1
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)[:, shared:]
+    keep = torch.arange(rest_width - width - 1, rest_width - 1, device=ids.device)
+    return model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                 past_key_values=expanded_cache(model, kv, len(rest)), use_cache=True,
+                 logits_to_keep=keep).logits
+
+
 def response_log_probs(
     model: torch.nn.Module,
     batch: PackedBatch,
@@ -109,29 +165,23 @@ def response_log_probs(
     with_entropy: bool = False,
     autocast_dtype: torch.dtype | None = None,
     temperature: float = 1.0,
+    share_prefix: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
     """log π(y_t | prompt, y_<t) of each response token, (B, K) float32, and optionally the
     entropy of π at each of those positions (B, K); entries outside ``response_mask`` are
     meaningless. π is softmax(logits / ``temperature``): the distribution responses sampled at
     that temperature came from. Only the K positions that predict response tokens get logits
-    (``logits_to_keep``), which saves the vocabulary projection of the prompt."""
+    (``logits_to_keep``), which saves the vocabulary projection of the prompt, and with
+    ``share_prefix`` the prompt prefix all rows share runs once (the same values up to float
+    rounding)."""
     if temperature <= 0:
         raise ValueError(f"log-probs need a temperature > 0, got {temperature}")
     device = next(model.parameters()).device
     batch = batch.to(device)
     width = batch.width
-    length = batch.input_ids.shape[1]
-    # Positions length-K-1 .. length-2 predict the K response columns.
-    keep = torch.arange(length - width - 1, length - 1, device=device)
     with autocast(device, autocast_dtype):
-        out = model(
-            input_ids=batch.input_ids,
-            attention_mask=batch.attention_mask,
-            position_ids=batch.position_ids,
-            logits_to_keep=keep,
-            use_cache=False,
-        )
-    logits = out.logits.float()
+        logits = _response_logits(model, batch, share_prefix)
+    logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
     labels = batch.input_ids[:, -width:]
@@ -156,6 +206,7 @@ def sample_log_probs(
     micro_batch_size: int = 16,
     autocast_dtype: torch.dtype | None = None,
     temperature: float = 1.0,
+    share_prefix: bool = True,
 ) -> tuple[list[list[float]], list[float]]:
     """Per sample: the log-probs of its response tokens under ``model`` at ``temperature``,
     and their mean entropy. Samples are batched by length (less padding); results keep the
@@ -178,7 +229,7 @@ def sample_log_probs(
             )
             log_prob, entropy = response_log_probs(
                 model, batch, with_entropy=True, autocast_dtype=autocast_dtype,
-                temperature=temperature,
+                temperature=temperature, share_prefix=share_prefix,
             )
             for row, i in enumerate(chunk):
                 n = len(samples[i].response_ids)
@@ -197,12 +248,13 @@ def score_samples(
     micro_batch_size: int = 16,
     autocast_dtype: torch.dtype | None = None,
     temperature: float = 1.0,
+    share_prefix: bool = True,
 ) -> None:
     """Fill each sample's ``old_log_probs`` and ``entropy`` (mean over its tokens, at
     ``temperature``) in place."""
     log_probs, entropies = sample_log_probs(
         model, samples, pad_id, micro_batch_size=micro_batch_size,
-        autocast_dtype=autocast_dtype, temperature=temperature,
+        autocast_dtype=autocast_dtype, temperature=temperature, share_prefix=share_prefix,
     )
     for sample, lp, ent in zip(samples, log_probs, entropies, strict=True):
         sample.old_log_probs, sample.entropy = lp, ent

@@ -11,9 +11,11 @@ weights in :meth:`GenerationBackend.sync_weights` after each update, as
 
 Every backend samples exactly what :class:`SamplingParams` says (no library or model defaults)
 and draws each prompt's tokens from that prompt's own seed, so a sequence does not depend on
-what else shares its batch. Backends return token ids only: the rollout scores them with the
-policy's own forward pass (log-probs and entropies), so every backend yields the same training
-data.
+what else shares its batch. A backend that samples from the policy module itself
+(:attr:`GenerationBackend.exact_scores`: ``hf``) also records each token's log-prob and
+entropy as it samples (:class:`~wrappers.agents.sampling.TokenScores`), which is what a
+forward pass of the policy would give; for the others the rollout scores the tokens with the
+policy's own forward pass, so every backend yields the same training data.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from typing import Any
 
 import torch
 
-from wrappers.agents.sampling import PrefixCache, SamplingParams, eos_token_ids, generate_batched
+from wrappers.agents.sampling import (
+    PrefixCache,
+    SamplingParams,
+    TokenScores,
+    eos_token_ids,
+    generate_batched,
+)
 
 __all__ = [
     "BACKENDS",
@@ -33,6 +41,7 @@ __all__ = [
     "GenerationBackend",
     "HFBackend",
     "SamplingParams",
+    "TokenScores",
     "eos_token_ids",
     "make_backend",
     "register_backend",
@@ -49,13 +58,22 @@ class GenerationBackend(ABC):
     """Samples responses for a batch of tokenised prompts."""
 
     name = "backend"
+    exact_scores = False
+    """Whether :meth:`generate` fills ``scores`` with what the policy's forward pass gives
+    (the same weights, in the same module)."""
 
     @abstractmethod
     def generate(
-        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
+        scores: TokenScores | None = None,
     ) -> list[list[int]]:
         """One response per prompt: token ids up to and including the end-of-sequence token
-        (absent when the budget ran out). ``seeds[i]`` seeds prompt ``i``'s random stream."""
+        (absent when the budget ran out). ``seeds[i]`` seeds prompt ``i``'s random stream. A
+        backend with :attr:`exact_scores` records each token's log-prob and entropy in
+        ``scores``; others leave it empty."""
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Push the policy's current weights to the engine (after each update)."""
@@ -76,6 +94,7 @@ class HFBackend(GenerationBackend):
     """
 
     name = "hf"
+    exact_scores = True
 
     def __init__(
         self,
@@ -98,14 +117,18 @@ class HFBackend(GenerationBackend):
         return tuple((id(p), p._version) for p in self.model.parameters())
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
+        scores: TokenScores | None = None,
     ) -> list[list[int]]:
         if self.prefix_cache is not None and (version := self._weights_version()) != self._weights:
             self.prefix_cache, self._weights = PrefixCache(), version
         return generate_batched(
             self.model, prompts, sampling, seeds, batch_size=self.batch_size,
             pad_id=self.pad_id, eos_ids=self.eos_ids, autocast_dtype=self.autocast_dtype,
-            prefix_cache=self.prefix_cache,
+            prefix_cache=self.prefix_cache, scores=scores,
         )
 
 

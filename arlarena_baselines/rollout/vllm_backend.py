@@ -27,6 +27,7 @@ import torch
 from arlarena_baselines.rollout.generation import (
     GenerationBackend,
     SamplingParams,
+    TokenScores,
     eos_token_ids,
     register_backend,
 )
@@ -75,7 +76,11 @@ class VLLMBackend(GenerationBackend):
             raise
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], sampling: SamplingParams, seeds: Sequence[int]
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
+        scores: TokenScores | None = None,
     ) -> list[list[int]]:
         return self.engine.generate(prompts, sampling, seeds)
 

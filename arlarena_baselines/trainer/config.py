@@ -65,6 +65,12 @@ class ModelConfig:
             ``{enable_thinking: false}``); a reply opening the template prefills (``<think>``)
             is put before the generated text for the format check, never into the trained
             response tokens.
+        task_vocab: keep only the token ids the rollout task's prompts and responses use
+            (:func:`~arlarena_baselines.trainer.vocab.task_vocabulary`; about 100 for compact
+            Sokoban): the ``tiny`` model is built over them, a checkpoint trained on the full
+            vocabulary has its embedding and LM head cut to them once at load. Saved with the
+            checkpoint, so its evaluation applies it too. For models trained from scratch:
+            refused for the embedded SmolLM2 (pretrained models keep their vocabulary).
     """
 
     name: str = "smollm2"
@@ -77,6 +83,7 @@ class ModelConfig:
     init_seed: int = 0
     gradient_checkpointing: bool = False
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    task_vocab: bool = False
 
 
 @dataclass
@@ -108,7 +115,13 @@ class RolloutConfig:
             :func:`~arlarena_baselines.rollout.generation.register_backend`.
         gen_batch_size: prompts per generation call.
         prefix_caching: reuse the KV of the prompt prefix that prompts share (the preamble,
-            earlier turns) within a policy version; it changes only speed.
+            earlier turns) within a policy version, and run the prefix a batch of the scoring,
+            reference and update forward passes shares once; it changes only speed (and
+            float rounding).
+        sampler_log_probs: take the rollouts' old log-probs and entropies from the sampler
+            where they are exact (the ``hf`` backend, float32, the training sampling) instead
+            of a separate forward pass; they agree within float rounding
+            (``tests/test_sampling.py``).
         env_workers: env worker processes (0 = step envs in the trainer's process), or
             ``ray`` / ``ray:N``: Ray actors, one per CPU of the Ray cluster or N
             (``pip install 'arlarena[openrlhf]'``).
@@ -137,6 +150,7 @@ class RolloutConfig:
     backend: str = "hf"
     gen_batch_size: int = 64
     prefix_caching: bool = True
+    sampler_log_probs: bool = True
     env_workers: int | str = 0
     seed: int = 0
     num_tasks: int | None = None

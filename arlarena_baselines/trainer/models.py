@@ -2,7 +2,8 @@
 
 Holds :func:`cache_root`, :func:`smollm2_tokenizer` (parsed once from the embedded GGUF,
 then kept as a tokenizer folder in the cache), :func:`tiny_model` (a randomly initialised
-Llama with that tokenizer), :func:`load_policy` (model + tokenizer for a
+Llama with that tokenizer), :func:`restrict_vocabulary` (a model's embedding and LM head cut
+to a task vocabulary), :func:`load_policy` (model + tokenizer for a
 :class:`~arlarena_baselines.trainer.config.ModelConfig`), :func:`save_model`, and the
 device / precision helpers :func:`resolve_device` and :func:`autocast_dtype`.
 """
@@ -13,18 +14,21 @@ import functools
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from arlarena_baselines.trainer.config import ModelConfig
+from wrappers.agents.vocab import TaskVocabTokenizer, TaskVocabulary
 
 __all__ = [
     "autocast_dtype",
     "cache_root",
     "load_policy",
     "resolve_device",
+    "restrict_vocabulary",
     "save_model",
     "smollm2_tokenizer",
     "tiny_model",
@@ -102,6 +106,33 @@ def tiny_model(config: ModelConfig, tokenizer: Any) -> torch.nn.Module:
     return model
 
 
+def restrict_vocabulary(model: torch.nn.Module, vocab: TaskVocabulary) -> None:
+    """Keep only ``vocab``'s rows of the input embedding and the LM head (in place), and
+    renumber the config's special token ids: the model's token ``i`` is full id
+    ``vocab.ids[i]``, and its softmax is the full model's renormalised over those ids."""
+    rows = torch.as_tensor(vocab.ids)
+    embedding, head = model.get_input_embeddings(), model.get_output_embeddings()
+    new_embedding = torch.nn.Embedding(len(vocab), embedding.weight.shape[1])
+    new_embedding.weight.data = embedding.weight.data[rows].clone()
+    model.set_input_embeddings(new_embedding)
+    if head.weight is embedding.weight:
+        model.tie_weights()
+    else:
+        new_head = torch.nn.Linear(head.in_features, len(vocab), bias=head.bias is not None)
+        new_head.weight.data = head.weight.data[rows].clone()
+        if head.bias is not None:
+            new_head.bias.data = head.bias.data[rows].clone()
+        model.set_output_embeddings(new_head)
+    model.config.vocab_size = len(vocab)
+    for holder in (model.config, model.generation_config):
+        for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            full = getattr(holder, name, None)
+            if isinstance(full, int):
+                setattr(holder, name, vocab.to_task([full])[0])
+            elif full:
+                setattr(holder, name, vocab.to_task(full))
+
+
 def resolve_device(name: str) -> torch.device:
     """``auto`` → CUDA when available, else the CPU."""
     if name == "auto":
@@ -123,19 +154,37 @@ def autocast_dtype(config: ModelConfig, device: torch.device) -> torch.dtype | N
     return None
 
 
-def load_policy(config: ModelConfig) -> tuple[torch.nn.Module, Any]:
-    """``(model, tokenizer)`` for ``config`` on its device, float32 weights, train mode."""
+def load_policy(
+    config: ModelConfig, vocabulary: Callable[[Any], TaskVocabulary] | None = None
+) -> tuple[torch.nn.Module, Any]:
+    """``(model, tokenizer)`` for ``config`` on its device, float32 weights, train mode.
+
+    With ``config.task_vocab``, ``vocabulary(tokenizer)`` gives the task vocabulary: the tiny
+    model is built over it, a full-vocabulary checkpoint is cut to it. A checkpoint that
+    already has one keeps its own.
+    """
     from wrappers.agents.hf import DEFAULT_MODEL, load_model
 
     device = resolve_device(config.device)
+    if config.task_vocab and config.name == DEFAULT_MODEL:
+        raise ValueError("model.task_vocab is for models trained from scratch (model.name: "
+                         "tiny, or a checkpoint of one); the embedded SmolLM2 keeps its vocabulary")
+    if config.task_vocab and vocabulary is None:
+        raise ValueError("model.task_vocab needs the run's task vocabulary")
     if config.name == "tiny":
         tokenizer = smollm2_tokenizer()
+        if config.task_vocab:
+            tokenizer = TaskVocabTokenizer(tokenizer, vocabulary(tokenizer))
         model = tiny_model(config, tokenizer)
     else:
         model, tokenizer = load_model(
             None if config.name == DEFAULT_MODEL else config.name, dtype=torch.float32
         )
         _prepare(tokenizer)
+        if config.task_vocab and not isinstance(tokenizer, TaskVocabTokenizer):
+            vocab = vocabulary(tokenizer)
+            restrict_vocabulary(model, vocab)
+            tokenizer = TaskVocabTokenizer(tokenizer, vocab)
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     model.config.use_cache = True

@@ -59,6 +59,10 @@ class Policy:
             softmax(logits / ``temperature``), the distribution training rollouts sample from.
         chat_template_kwargs: keyword arguments of the chat template (``model.``
             ``chat_template_kwargs``).
+        sampler_log_probs: take π_old from the sampler where it is exact
+            (:meth:`exact_sampler`) instead of a forward pass (``rollout.sampler_log_probs``).
+        share_prefix: forward passes run the prompt prefix a batch shares once
+            (``rollout.prefix_caching``).
     """
 
     model: torch.nn.Module
@@ -69,12 +73,16 @@ class Policy:
     micro_batch_size: int = 16
     temperature: float = 1.0
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    sampler_log_probs: bool = True
+    share_prefix: bool = True
 
     @classmethod
     def load(cls, config: TrainConfig, *, temperature: float = 1.0) -> Policy:
         """Load ``config.model`` and start ``config.rollout.backend`` on it; log-probs at
         ``temperature`` (the training rollouts'; behaviour cloning keeps 1)."""
-        model, tokenizer = load_policy(config.model)
+        from arlarena_baselines.trainer.vocab import task_vocabulary
+
+        model, tokenizer = load_policy(config.model, lambda tok: task_vocabulary(config, tok))
         device = resolve_device(config.model.device)
         amp = autocast_dtype(config.model, device)
         backend = make_backend(
@@ -84,7 +92,8 @@ class Policy:
         )
         return cls(
             model, tokenizer, device, amp, backend, config.rl.micro_batch_size, temperature,
-            dict(config.model.chat_template_kwargs),
+            dict(config.model.chat_template_kwargs), config.rollout.sampler_log_probs,
+            config.rollout.prefix_caching,
         )
 
     @property
@@ -97,20 +106,34 @@ class Policy:
         ref.requires_grad_(False)
         return ref
 
+    def exact_sampler(self, sampling: SamplingParams) -> bool:
+        """Whether the sampler's own log-probs under ``sampling`` are π_old's: it samples the
+        full softmax at the policy's temperature from the policy module itself (the ``hf``
+        backend), in float32 (under bf16 autocast a decode step and a full forward round
+        differently)."""
+        return (self.sampler_log_probs and self.backend.exact_scores and self.amp is None
+                and not sampling.truncated and sampling.temperature == self.temperature)
+
     def responder(self, sampling: SamplingParams) -> ModelResponder:
-        """A rollout responder sampling from this policy with ``sampling``."""
-        return ModelResponder(self.backend, self.tokenizer, sampling, self.chat_template_kwargs)
+        """A rollout responder sampling from this policy with ``sampling``; its replies carry
+        the sampler's log-probs where they are exact (:meth:`exact_sampler`)."""
+        return ModelResponder(self.backend, self.tokenizer, sampling, self.chat_template_kwargs,
+                              score=self.exact_sampler(sampling))
 
     def score(self, samples: list[StepSample]) -> None:
-        """Fill ``old_log_probs`` and turn entropies of ``samples`` (π_old = the policy now)."""
-        score_samples(
-            self.model,
-            samples,
-            self.pad_id,
-            micro_batch_size=self.micro_batch_size,
-            autocast_dtype=self.amp,
-            temperature=self.temperature,
-        )
+        """Fill ``old_log_probs`` and turn entropies (π_old = the policy now) of the
+        ``samples`` the sampler did not score."""
+        todo = [s for s in samples if len(s.old_log_probs) != len(s.response_ids)]
+        if todo:
+            score_samples(
+                self.model,
+                todo,
+                self.pad_id,
+                micro_batch_size=self.micro_batch_size,
+                autocast_dtype=self.amp,
+                temperature=self.temperature,
+                share_prefix=self.share_prefix,
+            )
 
     def log_probs(
         self, batch: PackedBatch, *, with_entropy: bool = False
@@ -118,7 +141,7 @@ class Policy:
         """Response log-probs (and entropies) of a packed batch, with gradients."""
         return response_log_probs(
             self.model, batch, with_entropy=with_entropy, autocast_dtype=self.amp,
-            temperature=self.temperature,
+            temperature=self.temperature, share_prefix=self.share_prefix,
         )
 
     def sync(self) -> None:

@@ -280,6 +280,7 @@ class RLTrainer:
             micro_batch_size=self.config.rl.micro_batch_size,
             autocast_dtype=self.policy.amp,
             temperature=self.policy.temperature,
+            share_prefix=self.policy.share_prefix,
         )
         return log_probs
 
@@ -334,9 +335,11 @@ class RLTrainer:
             if reference is not None:
                 ref = right_aligned([reference[i] for i in chunk], batch.width).to(device)
             adv = advantages[chunk].to(device)
-            log_prob, entropy = self.policy.log_probs(batch, with_entropy=True)
-            if m.entropy_coef == 0:
-                entropy = entropy.detach()
+            # The entropy over the vocabulary only where it is trained; the diagnostics
+            # otherwise take its one-sample estimate, -log π of the sampled token.
+            log_prob, entropy = self.policy.log_probs(batch, with_entropy=m.entropy_coef != 0)
+            if entropy is None:
+                entropy = -log_prob.detach()
             loss, loss_metrics = method_policy_loss(
                 m, log_prob, old, adv, mask, ref_log_prob=ref, entropy=entropy
             )

@@ -13,6 +13,7 @@ from typing import Any
 
 from wrappers.agents.base import register_agent
 from wrappers.agents.local import LocalModelAgent
+from wrappers.agents.vocab import apply_saved_vocabulary
 
 __all__ = ["DEFAULT_MODEL", "HFAgent", "embedded_model_path", "load_model"]
 
@@ -39,7 +40,8 @@ def load_model(name: str | None = None, *, dtype: Any = None, device: str = "cpu
 
     Any other name is passed to ``from_pretrained`` (a local path or a cached hub id; nothing is
     downloaded unless the user's environment allows it). The tokenizer pads on the left, as
-    batched generation needs.
+    batched generation needs; a folder with a task vocabulary (a model trained with
+    ``model.task_vocab``) gets its tokenizer seen through it (:mod:`wrappers.agents.vocab`).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -60,6 +62,8 @@ def load_model(name: str | None = None, *, dtype: Any = None, device: str = "cpu
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if "gguf_file" not in kwargs:  # a checkpoint trained on a task vocabulary keeps to it
+        tokenizer = apply_saved_vocabulary(tokenizer, source)
     return model.to(device).eval(), tokenizer
 
 

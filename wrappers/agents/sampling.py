@@ -4,9 +4,10 @@ Holds :class:`SamplingParams` (temperature, top-p, top-k, response budget),
 :func:`sampling_probs` (the distribution a row is sampled from), :func:`sample_tokens` (one
 token per row, each row from its own ``torch.Generator``), :func:`eos_token_ids` (the tokens
 that end a response), :class:`PrefixCache` (the KV of a shared prompt prefix, kept across
-calls), :func:`generate_tokens`, the KV-cache decode loop, and
-:func:`generate_batched` (it in length-sorted chunks), what the ``hf`` agent and the trainer's
-``hf`` generation backend share.
+calls), :class:`TokenScores` (each sampled token's log-prob and the entropy it was drawn with,
+what an RL trainer would otherwise recompute in a forward pass), :func:`generate_tokens`, the
+KV-cache decode loop, and :func:`generate_batched` (it in length-sorted chunks), what the
+``hf`` agent and the trainer's ``hf`` generation backend share.
 
 Why a loop of our own rather than transformers' ``generate``: ``generate`` fills every sampling
 field left unset with its library defaults (top-k 50 in transformers 5) or the model's own
@@ -29,9 +30,13 @@ from torch import Tensor
 __all__ = [
     "PrefixCache",
     "SamplingParams",
+    "TokenScores",
+    "common_length",
     "eos_token_ids",
+    "expanded_cache",
     "generate_batched",
     "generate_tokens",
+    "prefix_kv",
     "sample_tokens",
     "sampling_probs",
 ]
@@ -121,6 +126,37 @@ def sample_tokens(
     return tokens.clamp_max(logits.shape[-1] - 1)
 
 
+class TokenScores:
+    """Per prompt of a decode call: each sampled token's log-prob under softmax(logits / T) and
+    the entropy of that distribution (the full softmax at the sampling temperature, whatever
+    top-p / top-k cut from it).
+
+    The same log-prob a forward pass over the finished response gives, up to float rounding
+    between the decode's KV cache and a full pass: an RL trainer reads π_old from here instead
+    of a separate forward (``tests/test_sampling.py`` bounds the mismatch).
+    """
+
+    def __init__(self, n: int) -> None:
+        self.log_probs: list[list[float]] = [[] for _ in range(n)]
+        self.entropies: list[list[float]] = [[] for _ in range(n)]
+
+    def add(self, rows: Sequence[int], logits: Tensor, tokens: Tensor, temperature: float) -> None:
+        """Record the step's ``tokens`` (B,) sampled from ``logits`` (B, V) for prompts
+        ``rows``."""
+        log_p = torch.log_softmax(logits.float() / (temperature or 1.0), dim=-1)
+        chosen = log_p.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).tolist()
+        entropy = (-(log_p.exp() * log_p).sum(-1)).tolist()
+        for row, index in enumerate(rows):
+            self.log_probs[index].append(chosen[row])
+            self.entropies[index].append(entropy[row])
+
+    def take(self, other: TokenScores, rows: Sequence[int]) -> None:
+        """Copy ``other``'s prompt ``j`` into this one's prompt ``rows[j]``."""
+        for j, index in enumerate(rows):
+            self.log_probs[index] = other.log_probs[j]
+            self.entropies[index] = other.entropies[j]
+
+
 def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
     """The tokens that end a response: the tokenizer's and the generation config's EOS."""
     ids = {int(tokenizer.eos_token_id)}
@@ -132,7 +168,7 @@ def eos_token_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def _common_length(rows: Sequence[Sequence[int]]) -> int:
+def common_length(rows: Sequence[Sequence[int]]) -> int:
     """Length of the longest prefix all ``rows`` share."""
     first, length = rows[0], min(len(r) for r in rows)
     for row in rows[1:]:
@@ -161,38 +197,52 @@ class PrefixCache:
         """``(n, cache)``: the KV cache of the first ``n`` tokens every prompt shares
         (expanded to the batch; at least one token of each prompt is left to prefill), or
         ``(0, None)`` where no prefix of ``min_tokens`` is shared."""
-        from transformers.cache_utils import DynamicLayer
-
-        common = min(_common_length(prompts), min(len(p) for p in prompts) - 1)
+        common = min(common_length(prompts), min(len(p) for p in prompts) - 1)
         if not self.enabled or common < self.min_tokens:
             return 0, None
-        known = min(_common_length([self.ids, prompts[0]]) if self.ids else 0, common)
+        known = min(common_length([self.ids, prompts[0]]) if self.ids else 0, common)
         kv = [(k[:, :, :known], v[:, :, :known]) for k, v in self.kv]
         if common > known:
-            device = next(model.parameters()).device
-            result = model(
-                input_ids=torch.as_tensor([list(prompts[0][known:common])], device=device),
-                position_ids=torch.arange(known, common, device=device)[None],
-                past_key_values=self._cache(model, kv, 1) if known else None,
-                use_cache=True, logits_to_keep=1,
-            )
-            layers = result.past_key_values.layers
-            if not all(type(layer) is DynamicLayer for layer in layers):
+            kv = prefix_kv(model, prompts[0][known:common], kv)
+            if kv is None:
                 self.enabled = False  # sliding windows and the like: not sliced here
                 return 0, None
-            kv = [(layer.keys, layer.values) for layer in layers]
         self.ids, self.kv = list(prompts[0][:common]), kv
         self.reused += known * len(prompts)
-        return common, self._cache(model, kv, len(prompts))
+        return common, expanded_cache(model, kv, len(prompts))
 
-    @staticmethod
-    def _cache(model: torch.nn.Module, kv: list[tuple[Tensor, Tensor]], batch: int) -> Any:
-        from transformers import DynamicCache
 
-        cache = DynamicCache(config=model.config)
-        for index, (keys, values) in enumerate(kv):
-            cache.update(keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1), index)
-        return cache
+def prefix_kv(
+    model: torch.nn.Module, ids: Sequence[int], past: list[tuple[Tensor, Tensor]] | None = None
+) -> list[tuple[Tensor, Tensor]] | None:
+    """Each layer's (keys, values) of one sequence, ``ids`` run after ``past`` (the KV of
+    the tokens before them, or none); gradients flow when the caller allows them. ``None``
+    for a model whose cache layers are not plain (sliding windows and the like)."""
+    from transformers.cache_utils import DynamicLayer
+
+    device = next(model.parameters()).device
+    known = past[0][0].shape[2] if past else 0
+    result = model(
+        input_ids=torch.as_tensor([list(ids)], device=device),
+        position_ids=torch.arange(known, known + len(ids), device=device)[None],
+        past_key_values=expanded_cache(model, past, 1) if known else None,
+        use_cache=True, logits_to_keep=1,
+    )
+    layers = result.past_key_values.layers
+    if not all(type(layer) is DynamicLayer for layer in layers):
+        return None
+    return [(layer.keys, layer.values) for layer in layers]
+
+
+def expanded_cache(model: torch.nn.Module, kv: list[tuple[Tensor, Tensor]], batch: int) -> Any:
+    """A KV cache holding one sequence's ``kv`` for each of ``batch`` rows (views, no copy:
+    a gradient into any row flows back to ``kv``)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    for index, (keys, values) in enumerate(kv):
+        cache.update(keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1), index)
+    return cache
 
 
 @torch.no_grad()
@@ -206,6 +256,7 @@ def generate_tokens(
     eos_ids: Sequence[int],
     autocast_dtype: torch.dtype | None = None,
     prefix_cache: PrefixCache | None = None,
+    scores: TokenScores | None = None,
 ) -> list[list[int]]:
     """Sample one response per prompt with a KV cache; ``seeds[i]`` seeds row ``i``'s stream.
 
@@ -213,6 +264,7 @@ def generate_tokens(
     (kept in the response) or after ``sampling.max_new_tokens`` tokens, and finished rows leave
     the batch. With ``prefix_cache``, the prompt prefix every prompt shares is computed once
     (or taken from the cache, as far as it matches) and only the rest is prefilled per row.
+    ``scores`` (one entry per prompt) records every sampled token's log-prob and entropy.
     The model is put in eval mode for the call and restored after.
     """
     if len(seeds) != len(prompts):
@@ -248,9 +300,10 @@ def generate_tokens(
                     logits_to_keep=1,
                 )
                 cache = result.past_key_values
-                tokens = sample_tokens(
-                    result.logits[:, -1, :], sampling, [generators[i] for i in live]
-                )
+                logits = result.logits[:, -1, :]
+                tokens = sample_tokens(logits, sampling, [generators[i] for i in live])
+                if scores is not None:
+                    scores.add(live, logits, tokens, sampling.temperature)
                 finished = torch.isin(tokens, eos)
                 for row, index in enumerate(live):
                     out[index].append(int(tokens[row]))
@@ -280,6 +333,7 @@ def generate_batched(
     eos_ids: Sequence[int],
     autocast_dtype: torch.dtype | None = None,
     prefix_cache: PrefixCache | None = None,
+    scores: TokenScores | None = None,
 ) -> list[list[int]]:
     """:func:`generate_tokens` over chunks of ``batch_size`` prompts, sorted by length first
     (less padding); each row samples from its own seed, so chunking changes only speed."""
@@ -289,11 +343,14 @@ def generate_batched(
     out: list[list[int]] = [[] for _ in prompts]
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
+        part = TokenScores(len(chunk)) if scores is not None else None
         responses = generate_tokens(
             model, [prompts[i] for i in chunk], sampling, [seeds[i] for i in chunk],
             pad_id=pad_id, eos_ids=eos_ids, autocast_dtype=autocast_dtype,
-            prefix_cache=prefix_cache,
+            prefix_cache=prefix_cache, scores=part,
         )
         for i, ids in zip(chunk, responses, strict=True):
             out[i] = ids
+        if scores is not None:
+            scores.take(part, chunk)
     return out

@@ -1,0 +1,56 @@
+"""The task vocabulary of a run: the token ids its rollout task's texts can use.
+
+Holds :func:`task_vocabulary`, which gathers them from the task's own episodes (a model trained
+from scratch with ``model.task_vocab``; see :mod:`wrappers.agents.vocab` for why).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arlarena_baselines.rollout import AgentResponder, InProcessEnvPool, Task, collect
+from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.policy import env_factory
+from wrappers.agents import make_agent
+from wrappers.agents.chat import ChatFormat
+from wrappers.agents.vocab import TaskVocabulary
+
+__all__ = ["task_vocabulary"]
+
+_FORMAT_TAGS = "<think></think><action></action>"
+
+
+def task_vocabulary(config: TrainConfig, tokenizer: Any, levels: int = 256) -> TaskVocabulary:
+    """The ids of ``config.rollout``'s chat-formatted prompts and of every response that
+    names an admissible action, over ``levels`` tasks played by the expert and by a random
+    agent (seeds ``rollout.seed`` on; deterministic), plus the tokenizer's special tokens.
+
+    Responses are ``sft.response_template`` of each admissible action where it is set, else
+    the agents' own, and the strict format's tags; so behaviour cloning and RL find every id
+    they need. Prompts of tasks the gathering never met can still hold an unseen id (it
+    encodes as the unknown token, with a warning): ``levels`` sets the coverage.
+    """
+    r, template = config.rollout, config.sft.response_template
+    chat = ChatFormat(tokenizer, dict(config.model.chat_template_kwargs))
+    rows: list[list[int]] = [chat.response_ids(_FORMAT_TAGS)]
+    for agent in ("expert", "random"):
+        tasks = [Task(f"vocab{i}", r.seed + i) for i in range(levels)]
+        with InProcessEnvPool(env_factory(config), min(levels, 64)) as pool:
+            rollout = collect(pool, AgentResponder(make_agent(agent, seed=config.run.seed)),
+                              tasks, 1, max_turns=r.max_turns,
+                              reset_options=r.reset_options or None, seed=config.run.seed)
+        rows += [chat.prompt_ids(p) for p in sorted({s.prompt for s in rollout.samples})]
+        if template is None:
+            responses = {s.response for s in rollout.samples}
+        else:
+            actions = {s.action for s in rollout.samples if s.action}
+            actions |= {a for e in rollout.episodes for a in e.info.get("admissible_actions", [])}
+            responses = {template.format(action=a) for a in actions}
+        rows += [chat.response_ids(text) for text in sorted(responses)]
+    special = [i for i in (tokenizer.eos_token_id, tokenizer.pad_token_id,
+                           tokenizer.bos_token_id) if i is not None]
+    unk = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else special[0]
+    return TaskVocabulary.gather(
+        rows, special, unk,
+        source=f"{r.env} template={r.template} history={r.history_length} levels={levels}",
+    )
