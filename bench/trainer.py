@@ -1,9 +1,10 @@
 """Generation and trainer throughput: evaluation agents against the weight-streaming floor,
-rollout tokens/s per generation backend, RL step time, peak memory.
+rollout tokens/s per generation backend, RL step time, peak memory, and what each of the CPU
+recipe's speed levers saves.
 
-Run ``python bench/trainer.py`` (``--section agents|trainer|all``, ``--models tiny,smollm2``,
-``--threads 1,2``, ``--max-new-tokens``). Each case runs in a fresh subprocess (so its peak
-resident memory and its thread count are its own).
+Run ``python bench/trainer.py`` (``--section agents|trainer|recipe|all``, ``--models
+tiny,smollm2``, ``--threads 1,2``, ``--max-new-tokens``). Each case runs in a fresh subprocess
+(so its peak resident memory and its thread count are its own).
 
 ``agents``: each agent of ``--agents`` (``hf:float32``, ``hf:bfloat16``, ``vllm:float32``;
 ``:noprefix`` turns the agent's prefix cache off, e.g. ``vllm:float32:noprefix``) plays
@@ -21,6 +22,18 @@ floor the first alone, times the episodes in flight.
 ``--env-workers`` env processes; the ``hf`` backend and, when vLLM is importable, ``vllm`` on
 the same prompts (``--backends``; ``hf+noprefix`` is ``hf`` without its prefix cache). The
 tables print ratios against the first row and, per model, vLLM against transformers.
+
+``recipe``: one RL step of ``--config`` (the CPU recipe, ``configs/recipe/sokoban-rl.yaml``)
+from the checkpoint ``--model`` over ``--groups × --group-size`` episodes, first with every
+speed lever off (the trainer as it was: the full vocabulary, π_old from a forward pass, the
+method's KL and entropy terms with their reference and full-vocabulary entropy passes, no shared
+prompt prefix in the forward passes, 64 prompts per generation call), then adding them one at a
+time (``--levers``): ``vocab`` (``model.task_vocab``: the checkpoint cut to its task's ids),
+``sampler`` (π_old from the sampler), ``noreg`` (KL and entropy coefficients 0, which skips
+both passes), ``prefix`` (the shared prompt prefix once per forward pass), ``batch`` (all
+episodes in one generation call). Every row plays the same levels with the same random
+streams, so the rows differ in cost, not in work (up to the probability mass ``vocab`` cuts).
+It prints seconds per episode and the ratio to the first row.
 """
 
 from __future__ import annotations
@@ -201,6 +214,76 @@ def run_case(model: str, dtype: str, backend: str, args: argparse.Namespace) -> 
     }
 
 
+RECIPE_LEVERS = ("vocab", "sampler", "noreg", "prefix", "batch")
+
+
+def recipe_overrides(levers: set[str], episodes: int) -> list[str]:
+    """The config overrides of a recipe case with ``levers`` on and the others off."""
+    kl, entropy = (0.0, 0.0) if "noreg" in levers else (0.01, 0.001)
+    return [
+        f"model.task_vocab={'vocab' in levers}",
+        f"rollout.sampler_log_probs={'sampler' in levers}",
+        f"rollout.gen_batch_size={episodes if 'batch' in levers else 64}",
+        f"rl.method_overrides.kl_coef={kl}", f"rl.method_overrides.entropy_coef={entropy}",
+        "rl.method_overrides.cold_start_steps=1000",  # one round of rollouts, no filter
+    ]
+
+
+def run_recipe_case(levers: str, args: argparse.Namespace) -> dict:
+    """One RL step of the recipe with ``levers`` ('+'-joined; ``none``), in this process."""
+    import torch
+
+    from arlarena_baselines.rollout import forward
+    from arlarena_baselines.trainer.config import load_config
+    from arlarena_baselines.trainer.rl import RLTrainer
+
+    on = set() if levers == "none" else set(levers.split("+"))
+    torch.set_num_threads(int(args.threads.split(",")[0]))
+    if "prefix" not in on:  # the forward passes' half of rollout.prefix_caching only: the
+        forward.SHARED_PREFIX_MIN = sys.maxsize  # decode loop's prefix cache predates the levers
+    out = tempfile.mkdtemp(prefix="bench-recipe-")
+    episodes = args.groups * args.group_size
+    config = load_config(args.config, [
+        f"model.name={args.model}", f"rollout.n_groups={args.groups}",
+        f"rollout.group_size={args.group_size}", "rl.steps=1", "rl.mini_batch_size=null",
+        "eval.episodes=0", "run.progress=false", "run.tensorboard=false", f"run.out={out}",
+        f"run.threads={args.threads.split(',')[0]}", *recipe_overrides(on, episodes),
+    ])
+    trainer = RLTrainer(config)
+    try:
+        start = time.perf_counter()
+        metrics = trainer.train_step(0)
+        step_s = time.perf_counter() - start
+    finally:
+        trainer.close()
+        shutil.rmtree(out, ignore_errors=True)
+    return {
+        "levers": levers, "episodes": episodes, "step_s": step_s,
+        "samples": metrics["rollout/step_samples"], "rollout_s": metrics["time/rollout_s"],
+        "update_s": metrics["time/update_s"], "success": metrics["rollout/success_rate"],
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def recipe_table(args: argparse.Namespace) -> None:
+    cases = ["none"] + ["+".join(args.levers.split(",")[: i + 1])
+                        for i in range(len(args.levers.split(",")))]
+    rows = [row for case in cases if (row := _subprocess(args, f"recipe:{case}"))]
+    if not rows:
+        return
+    base = rows[0]["step_s"] / rows[0]["episodes"]
+    print(f"RL step of {args.config} from {args.model}: {args.groups} levels x "
+          f"{args.group_size} rollouts, {args.threads.split(',')[0]} torch thread(s)")
+    print("| levers | turns | success | step s | rollout s | rest s | s / episode | "
+          "peak MiB | cheaper than the first row |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        per = r["step_s"] / r["episodes"]
+        print(f"| {r['levers']} | {r['samples']:.0f} | {r['success']:.3f} | {r['step_s']:.1f} | "
+              f"{r['rollout_s']:.1f} | {r['step_s'] - r['rollout_s']:.1f} | {per:.3f} | "
+              f"{r['peak_mib']:.0f} | {base / per:.2f}x |")
+
+
 def _subprocess(args: argparse.Namespace, case: str) -> dict | None:
     argv = [a for a in sys.argv[1:] if not a.startswith("--case")]
     done = subprocess.run([sys.executable, __file__, *argv, "--case", case],
@@ -262,7 +345,14 @@ def trainer_table(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--section", choices=("agents", "trainer", "all"), default="all")
+    parser.add_argument("--section", choices=("agents", "trainer", "recipe", "all"),
+                        default="all")
+    parser.add_argument("--config", default="configs/recipe/sokoban-rl.yaml",
+                        help="recipe: the RL config")
+    parser.add_argument("--model", default="runs/learn-bc/final",
+                        help="recipe: the starting checkpoint (a full-vocabulary BC)")
+    parser.add_argument("--levers", default=",".join(RECIPE_LEVERS),
+                        help="recipe: levers added one row at a time")
     parser.add_argument("--models", default="tiny,smollm2")
     parser.add_argument("--agents", default="hf:float32,hf:bfloat16,vllm:float32")
     parser.add_argument("--episodes", type=int, default=1, help="agents: episodes")
@@ -285,6 +375,8 @@ def main() -> None:
         if kind == "agent":
             model, *spec, threads = rest
             print(json.dumps(run_agent_case(model, ":".join(spec), int(threads), args)))
+        elif kind == "recipe":
+            print(json.dumps(run_recipe_case(rest[0], args)))
         else:
             print(json.dumps(run_case(kind, *rest, args)))
         return
@@ -292,6 +384,8 @@ def main() -> None:
         agents_table(args)
     if args.section in ("trainer", "all"):
         trainer_table(args)
+    if args.section in ("recipe", "all") and Path(args.model).is_dir():
+        recipe_table(args)
 
 
 if __name__ == "__main__":
