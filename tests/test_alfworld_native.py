@@ -192,5 +192,6 @@ def test_hostile_or_broken_game_files_fail_cleanly():
         NativeGame({**data, "pddl_problem": data["pddl_problem"].replace(
             "(:init", "(:init (holds agent1 nowhere)", 1)})
     engine = NativeEngine()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^load\(\) a game first$") as raised:
         engine.reset()
+    assert type(raised.value) is RuntimeError  # not a subclass standing in for it
