@@ -222,11 +222,16 @@ def test_options_pick_split_task_type_and_index(env):
     assert info["split"] == OOD and info["task_type"] == "look_at_obj_in_light"
     assert info["game_index"] == task_indices(OOD, "look_at_obj_in_light")[1]
     assert int(info["gamefile"].split("/")[-3].rsplit("-", 1)[1]) in UNSEEN_SCENES
-    for bad in ({"split": "test"}, {"index": 10_000}, {"task_type": "juggle"},
-                {"source": "internet"}, {"index": -1}):
-        with pytest.raises(ValueError):
+    for bad, message in (
+        ({"split": "test"}, "unknown split 'test'"),
+        ({"index": 10_000}, rf"game index 10000 out of range for {OOD} \(134 games\)"),
+        ({"task_type": "juggle"}, "unknown task type 'juggle'"),
+        ({"source": "internet"}, "unknown game source 'internet'"),
+        ({"index": -1}, rf"game index -1 out of range for {OOD} "),
+    ):
+        with pytest.raises(ValueError, match=message):
             env.reset(options=bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown split 'nope'"):
         ALFWorldEnv(split="nope")
     with pytest.raises(ValueError, match="unknown engine"):
         ALFWorldEnv(engine="textworld2")

@@ -53,8 +53,11 @@ def _digest(split: str, index: int, root) -> str:
 
 def test_same_index_gives_byte_identical_files(tmp_path):
     for split, index in (("train", 5), ("eval_out_of_distribution", 2)):
-        assert sample_game(split, index) == sample_game(split, index)
+        cached = sample_game(split, index)
+        again = sample_game.__wrapped__(split, index)  # sampled anew, past the lru_cache
+        assert again == cached and again is not cached
         first = _digest(split, index, tmp_path / "a")
+        sample_game.cache_clear()  # the second files are written from a fresh sample too
         assert first == _digest(split, index, tmp_path / "b")
     assert _digest("train", 5, tmp_path / "a") != _digest("train", 11, tmp_path / "a")
 
@@ -243,9 +246,15 @@ def test_generated_source_counts_and_filters(tmp_path):
     assert ref.index == task_indices("eval_out_of_distribution", ref.task_type)[3]
     assert ref.split == "eval_out_of_distribution" and ref.path.is_file()
     assert canonical_split("eval") == "eval_in_distribution"
-    for bad in (("nope", 0, None), ("train", 3553, None), ("train", -1, None),
-                ("train", 0, "cook_dinner"), ("valid_unseen", 18, "look_at_obj_in_light")):
-        with pytest.raises(ValueError):
+    for bad, message in (
+        (("nope", 0, None), "unknown split 'nope'"),
+        (("train", 3553, None), r"game index 3553 out of range for train \(3553 games\)"),
+        (("train", -1, None), "game index -1 out of range for train "),
+        (("train", 0, "cook_dinner"), "unknown task type 'cook_dinner'"),
+        (("valid_unseen", 18, "look_at_obj_in_light"),
+         r"game index 18 out of range for valid_unseen \(18 games\)"),
+    ):
+        with pytest.raises(ValueError, match=message):
             games.get(*bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"game index 134 out of range for eval_out_of_distr"):
         sample_game("eval_out_of_distribution", 134)

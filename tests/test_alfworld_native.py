@@ -47,9 +47,14 @@ def _first_of_each_type(split: str) -> dict[str, int]:
     return found
 
 
-def test_native_replays_textworlds_transcripts(tmp_path):
+@pytest.fixture(scope="module")
+def recorded() -> dict:
+    """TextWorld's recorded transcripts (``TRANSCRIPTS``)."""
     with gzip.open(TRANSCRIPTS, "rt", encoding="utf-8") as f:
-        recorded = json.load(f)
+        return json.load(f)
+
+
+def test_native_replays_textworlds_transcripts(tmp_path, recorded):
     assert recorded["generator_version"] == GENERATOR_VERSION, (
         "the transcripts are of another generator version: re-record them with "
         f"`python bench/alfworld.py --only soak --soak-games 2000 --record {TRANSCRIPTS}`")
@@ -77,6 +82,25 @@ def test_native_replays_textworlds_transcripts(tmp_path):
         messages.append(f"{game['split']}[{game['index']}] step {step}:\n  textworld: {tw}\n"
                         f"  native:    {nat}")
     assert not failures, f"{len(failures)} of {len(games)} games differ:\n" + "\n".join(messages)
+
+
+def test_the_readme_quotes_the_transcripts_figures(recorded):
+    """What the README says of the differential test is what the recording holds."""
+    games = recorded["games"]
+    types = Counter(split_task_types(g["split"])[g["index"]] for g in games)
+    steps = sum(len(g["choices"]) for g in games)  # every command, random ones and the expert's
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    for phrase in (
+        f"recorded transcripts of {len(games):,} generated games",
+        f"both eval splits and {sum(g['split'] == 'train' for g in games):,} train games",
+        f"0–{recorded['random_steps']} random admissible commands",
+        f"none in {sum(g['random_steps'] == 0 for g in games):,} games",
+        f"planner expert to the win, {steps:,} steps",
+        f"no mismatch over the {len(games):,} games, per task type "
+        + " / ".join(str(types[t]) for t in TASK_TYPES) + " games",
+        f"byte for byte on {len(games):,} recorded games ({steps:,} steps, every step compared",
+    ):
+        assert phrase in readme, phrase
 
 
 def test_native_matches_textworld_live(tmp_path):
@@ -192,5 +216,6 @@ def test_hostile_or_broken_game_files_fail_cleanly():
         NativeGame({**data, "pddl_problem": data["pddl_problem"].replace(
             "(:init", "(:init (holds agent1 nowhere)", 1)})
     engine = NativeEngine()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^load\(\) a game first$") as raised:
         engine.reset()
+    assert type(raised.value) is RuntimeError  # not a subclass standing in for it

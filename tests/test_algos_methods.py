@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -18,6 +19,7 @@ from arlarena_baselines.algos import (
     study_method,
 )
 from arlarena_baselines.algos import metric_names as mn
+from tests.loss_oracle import expected_loss
 
 NAMES = [
     "GRPO", "GRPO_ST", "GSPO", "CISPO", "SAPO", "GRPO_SM", "CISPO_SM", "SAPO_SM",
@@ -185,3 +187,82 @@ def test_compute_advantages_names_missing_fields():
         compute_advantages(
             "EMPG", episode_scores=[1.0, 0.0], group_ids=[0, 0], traj_ids=[0, 1], steps=[0, 0]
         )
+
+
+# A batch on which every method's settings show: (advantage, log πθ − log πold per token,
+# response length). Row 0 crosses 1 + ε_high (1.35; 1.246 lies between DAPO's 1.28 and
+# 1.2); row 1 falls below 1 − ε_low (0.67) and above the dual clip c = 3 (3.32), its sequence
+# ratio 1.21 above GSPO's band; row 2 sits inside even GSPO's band; row 3 drifts (mean
+# log πold/πθ 0.013 > δ) with A > 0, row 4 with A < 0 (the only row the _SM methods drop,
+# and below GSPO's band); row 5 is empty. Padding holds large values the mask must hide.
+ORACLE_ROWS = [
+    (1.0, [0.30, -0.10, 0.05, 9.0], 3),
+    (-0.5, [-0.40, 1.20, 0.02, -0.05], 4),
+    (-1.5, [1e-4, -1e-4, 5e-5, -3.0], 3),
+    (0.7, [-0.01, 0.22, -0.25, 5.0], 3),
+    (-0.8, [-0.01, -0.005, -0.02, -0.001], 4),
+    (0.3, [0.5, -0.5, 2.0, 1.0], 0),
+]
+
+
+def _oracle_batch(per_token: bool = False) -> dict[str, torch.Tensor]:
+    """The rows above in float64, with log πold, π_ref and entropies that vary per token."""
+    gen = torch.Generator().manual_seed(11)
+    shape = (len(ORACLE_ROWS), 4)
+    old = -0.2 - 2.0 * torch.rand(shape, generator=gen, dtype=torch.float64)
+    drift = torch.tensor([row[1] for row in ORACLE_ROWS], dtype=torch.float64)
+    mask = (torch.arange(4) < torch.tensor([[row[2]] for row in ORACLE_ROWS])).double()
+    adv = torch.tensor([row[0] for row in ORACLE_ROWS], dtype=torch.float64)
+    if per_token:  # two "turns" per row, with advantages of the same sign
+        adv = adv.unsqueeze(-1) * torch.tensor([1.0, 1.0, 0.5, 0.5], dtype=torch.float64)
+    return {
+        "log_prob": old + drift, "old": old, "adv": adv, "mask": mask,
+        "ref": old + 0.3 * torch.randn(shape, generator=gen, dtype=torch.float64),
+        "entropy": torch.rand(shape, generator=gen, dtype=torch.float64),
+    }
+
+
+@pytest.mark.parametrize("per_token", [False, True], ids=["per-sample", "per-token"])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_methods_loss_and_gradients_equal_the_formulas(name, per_token):
+    """Each method with its own settings (ε, dual clip, τ, δ, aggregation, β, entropy
+    coefficient) against the numpy oracle of docs/algorithms.md (tests/loss_oracle.py)."""
+    batch = _oracle_batch(per_token)
+    log_prob = batch["log_prob"].clone().requires_grad_()
+    entropy = batch["entropy"].clone().requires_grad_()
+    method = get_method(name)
+    loss, metrics = method_policy_loss(method, log_prob, batch["old"], batch["adv"],
+                                       batch["mask"], ref_log_prob=batch["ref"], entropy=entropy)
+    loss.backward()
+    want = expected_loss(method, batch["log_prob"], batch["old"], batch["adv"], batch["mask"],
+                         ref_log_prob=batch["ref"], entropy=batch["entropy"])
+    # float64 throughout; the clip bounds are float32 constants in the code (1.2 + 5e-8)
+    assert loss.item() == pytest.approx(want.loss, rel=1e-7)
+    np.testing.assert_allclose(log_prob.grad.numpy(), want.grad, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(entropy.grad.numpy(), want.entropy_grad, rtol=1e-7, atol=1e-12)
+    assert metrics[mn.SEQS_MASKED] == want.seqs_masked == (1 if method.sequence_mask else 0)
+
+
+def test_the_oracle_batch_reaches_every_setting():
+    """Each setting changes the oracle's loss on the batch: a method test that ignored one
+    would fail (e.g. SAPO's τ_pos and τ_neg swapped)."""
+    batch = _oracle_batch()
+
+    def value(method: Method) -> float:
+        return expected_loss(method, batch["log_prob"], batch["old"], batch["adv"],
+                             batch["mask"], batch["ref"], batch["entropy"]).loss
+
+    changes = {
+        "GRPO": {"clip_low": 0.1, "clip_high": 0.1, "dual_clip": None, "kl_coef": 0.0,
+                 "entropy_coef": 0.0, "aggregation": "seq-mean-token-mean"},
+        "DAPO_GiGPO": {"clip_high": 0.2},
+        "GSPO": {"clip_low": 0.003, "clip_high": 0.004},
+        "CISPO": {"clip_low": 0.2, "clip_high": 0.28},
+        "SAPO": {"tau_pos": get_method("SAPO").tau_neg, "tau_neg": get_method("SAPO").tau_pos},
+        "GRPO_SM": {"delta": 0.01, "sequence_mask": False},
+    }
+    for name, fields in changes.items():
+        method = get_method(name)
+        for field, changed in fields.items():
+            assert value(method.with_overrides(**{field: changed})) != pytest.approx(
+                value(method), rel=1e-6), (name, field)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -144,8 +143,11 @@ def test_loads_json_lists_and_rejects_bad_files(tmp_path: Path) -> None:
     assert set(BUILTIN_SETS) == {"train", "arithmetic", "gen_eval", "champ"}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is not None, reason="pyarrow installed")
-def test_parquet_without_pyarrow_says_what_to_install(tmp_path: Path) -> None:
+def test_parquet_without_pyarrow_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("pyarrow", "pyarrow.parquet"):  # as if not installed: importing it fails
+        monkeypatch.setitem(sys.modules, name, None)
     path = tmp_path / "train.parquet"
     path.write_bytes(b"PAR1")
     with pytest.raises(ImportError, match="pip install pyarrow"):
