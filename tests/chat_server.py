@@ -5,9 +5,11 @@ prompt the responder sees as one user message; JSON in and out, ``usage`` fields
 ``openai`` client is exercised end to end. ``responder`` decides each answer from the messages
 (or from the messages and the whole request body, if it takes two arguments); ``models``
 serves several model names, each with its own responder (other names get a 404). Failure
-modes: ``fail_first`` requests get ``status`` (e.g. 429) first; ``hang_after`` makes every
-later request hang until the server stops; ``broken`` makes every answer ``"malformed"`` (a
-200 whose body is cut-off JSON) or ``"empty_choices"``; ``delay`` slows every answer down.
+modes: ``faults`` scripts the first requests, one fault each (an HTTP status, ``"hang"``,
+``"malformed"``, ``"empty_choices"``, or ``None``: a good answer); then ``fail_first`` requests
+get ``status`` (e.g. 429); ``hang_after`` makes every later request hang until the server stops;
+``broken`` makes every answer ``"malformed"`` (a 200 whose body is cut-off JSON) or
+``"empty_choices"``; ``delay`` slows every answer down. The attributes may change between runs.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Responder = Callable[..., str]
+Fault = int | str | None
+_FAULTS = (None, "hang", "malformed", "empty_choices")
 
 
 def always(text: str) -> Callable[[list[dict[str, Any]]], str]:
@@ -50,15 +54,17 @@ class ChatServer:
         models: dict[str, Responder] | None = None,
         broken: str | None = None,
         delay: float = 0.0,
+        faults: Sequence[Fault] = (),
     ) -> None:
-        if broken not in (None, "malformed", "empty_choices"):
-            raise ValueError(f"unknown failure mode {broken!r}")
+        for fault in (broken, *faults):
+            if not isinstance(fault, int) and fault not in _FAULTS:
+                raise ValueError(f"unknown failure mode {fault!r}")
         self.responders = dict(models or {})
         if responder is not None:
             self.responders.setdefault(model, responder)
         self.fail_first, self.status = fail_first, status
         self.hang_after, self.model = hang_after, model
-        self.broken, self.delay = broken, delay
+        self.broken, self.delay, self.faults = broken, delay, list(faults)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -75,22 +81,23 @@ class ChatServer:
                     count = len(server.requests)
                 if server.delay:
                     time.sleep(server.delay)
-                if count <= server.fail_first:
-                    return self._send(server.status, {"error": {"message": "slow down"}},
+                fault = server.fault(count)
+                if isinstance(fault, int):
+                    return self._send(fault, {"error": {"message": "slow down"}},
                                       {"Retry-After": "0.05"})
-                if server.hang_after is not None and count > server.hang_after:
+                if fault == "hang":
                     server.stopping.wait(60)
                     return None
                 responder = server.responders.get(body["model"])
                 if responder is None:
                     return self._send(404, {"error": {"message": f"no model {body['model']}"}})
-                if server.broken == "malformed":
+                if fault == "malformed":
                     return self._send_raw(200, b'{"id": "chatcmpl-1", "choices": [{"index')
                 content = _call(responder, body)
                 prompt_tokens = sum(len(str(m["content"]).split()) for m in _messages(body))
                 answer = ({"text": content} if "prompt" in body
                           else {"message": {"role": "assistant", "content": content}})
-                choices = [] if server.broken == "empty_choices" else [
+                choices = [] if fault == "empty_choices" else [
                     {"index": 0, "finish_reason": "stop", **answer}
                 ]
                 return self._send(200, {
@@ -119,6 +126,16 @@ class ChatServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def fault(self, count: int) -> Fault:
+        """The fault of the ``count``-th request (1-based), ``None`` for a good answer."""
+        if count <= len(self.faults):
+            return self.faults[count - 1]
+        if count <= self.fail_first:
+            return self.status
+        if self.hang_after is not None and count > self.hang_after:
+            return "hang"
+        return self.broken
 
     @property
     def base_url(self) -> str:

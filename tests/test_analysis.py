@@ -230,6 +230,9 @@ def test_hostile_results_files_never_crash_the_commands(shop_file, tmp_path, cap
                "parsed_action": 5}
         handle.write(json.dumps({"type": "turn", **odd}).encode() + b"\n")
         handle.write(json.dumps({"type": "episode", **odd, "won": "yes"}).encode() + b"\n")
+        for run in ({"type": "spend", **odd, "failures": [1], "attempts": "many", "cost": {}},
+                    {"type": "settings", "digest": [None], "agent": odd}):
+            handle.write(json.dumps(run).encode() + b"\n")
         handle.write(shop_file.read_bytes())
         handle.write(b'{"type": "turn", "episode_id": "torn')
     assert main(["analyze", str(hostile), "--out", str(tmp_path / "a"), "--no-png",

@@ -166,12 +166,16 @@ def test_participants_and_config_files(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="B_KEY"):
         make_agent("debate", debaters=str(path))
     monkeypatch.setenv("B_KEY", "secret")
-    agent = make_agent("debate", debaters=str(path))
+    with pytest.raises(ValueError, match="no price for model 'b'"):
+        make_agent("debate", debaters=str(path))
+    more = {"b": {"prompt": 0, "completion": 0}, "j": {"prompt": 3, "completion": 4}}
+    agent = make_agent("debate", debaters=str(path), prices=more)
     assert (agent.rounds, agent.decision, agent.name) == (3, "judge", "debate:a+b/judge=j")
     assert agent.endpoints[0].sampling["temperature"] == 0.9
     assert agent.endpoints[0].price == {"prompt": 1.0, "completion": 2.0}
     assert agent.endpoints[1].base_url == "http://127.0.0.1:1/v1"
-    assert agent.endpoints[1].price is None
+    assert agent.endpoints[1].price == {"prompt": 0.0, "completion": 0.0}
+    assert agent.judge_endpoint.price == {"prompt": 3.0, "completion": 4.0}
     agent.close()
     yaml_path = tmp_path / "debate.yaml"
     yaml_path.write_text("debaters: [a, a, a]\ndecision: vote\n")

@@ -44,18 +44,18 @@ def run(args: argparse.Namespace) -> int:
         write_pngs,
     )
     from arlarena_baselines.analysis.flows import FAILURE
-    from arlarena_baselines.evaluation.results import read_labelled
+    from arlarena_baselines.evaluation.merge import load_results
 
     if args.max_steps < 1:
         print("error: --max-steps must be >= 1", file=sys.stderr)
         return 2
-    records = []
-    for name in args.files:
-        try:
-            records += read_labelled(name)
-        except OSError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
+    try:
+        records, warnings = load_results(args.files)
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     groups = defaultdict(list)
     for flow in episode_flows(records):
         groups[(flow.agent, flow.env)].append(flow)

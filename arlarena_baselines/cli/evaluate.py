@@ -3,6 +3,11 @@
 With ``--panel NAME`` the env, split, seeds and env kwargs come from the task panel, its tasks
 are generated again and checked against its hashes first, and every episode record keeps the
 panel's name and hash (``panel``), which ``arlarena report --compare`` reads.
+
+Every results file opens with the settings that produced it; ``--resume`` refuses other
+settings (``--force`` to continue anyway). API agents keep every answered request in a response
+cache (in ``--out`` unless ``--cache-dir``), so a stopped run resumes without paying twice; a
+spent ``--max-requests`` budget exits with status 3 and says how many episodes are unfinished.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue existing results files "
                    "(episodes that ended with an error are run again)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
+    p.add_argument("--force", action="store_true", help="with --resume: continue a results "
+                   "file written with other settings (refused otherwise; a new settings record "
+                   "marks where they change)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--threads", type=int, default=0, help="hf: torch CPU threads (default 0 = "
                    "auto: half the cores, at least 1; a thread more than the free cores "
@@ -85,10 +93,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(default: --model)")
     a = p.add_argument_group("API evaluation at scale (openai, debate)")
     a.add_argument("--cache-dir", default=None, help="keep every response in DIR/responses."
-                   "sqlite, keyed by model, messages, sampling and sample index: a rerun "
-                   "costs nothing")
+                   "sqlite (default: in --out), keyed by endpoint, model, messages, sampling and "
+                   "sample index: a resume or rerun never pays twice for a request")
     a.add_argument("--max-requests", type=int, default=None, help="request budget of this "
-                   "command: stop cleanly, results kept, when it is spent")
+                   "command (attempts, failed ones included): when it is spent the run stops "
+                   "with exit status 3, results and answered requests kept")
     a.add_argument("--prices", default=None, help="JSON (or a .json/.yaml file) of model -> "
                    '{"prompt": USD, "completion": USD} per million tokens, for costs')
     a.add_argument("--api-seed", type=int, default=None, help="send per-request seeds derived "
@@ -114,11 +123,13 @@ def _load_prices(text: str | None) -> dict[str, Any] | None:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
-            return yaml.safe_load(path.read_text(encoding="utf-8"))
-        return json.loads(path.read_text(encoding="utf-8"))
-    prices = json.loads(text)
+            prices = yaml.safe_load(path.read_text(encoding="utf-8"))
+        else:
+            prices = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        prices = json.loads(text)
     if not isinstance(prices, dict):
-        raise ValueError("--prices must be a JSON object of model -> price")
+        raise ValueError("--prices must be an object of model -> price")
     return prices
 
 
@@ -187,18 +198,28 @@ def _tasks(args: argparse.Namespace) -> dict[str, Any]:
             "record": {"panel": record}}
 
 
-def _spent(usage: dict[str, float]) -> str:
-    text = (f"{usage.get('requests', 0):.0f} requests answered by the server, "
-            f"{usage.get('cache_hits', 0):.0f} from the cache, "
-            f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):.0f} tokens")
-    if "cost" in usage:
-        text += f", ${usage['cost']:.4f}"
-    return text
+def _unfinished(config: Any, records: list[dict[str, Any]]) -> int:
+    """How many of the episodes ``config`` asks for have not finished (an error: unfinished)."""
+    from arlarena_baselines.evaluation.runner import episode_id
+
+    finished = {r.get("episode_id") for r in records
+                if r.get("type") == "episode" and not r.get("error")}
+    return sum(episode_id(config.seed + i, k) not in finished
+               for i in range(config.episodes) for k in range(config.samples))
+
+
+def _spend_records(path: Path) -> list[dict[str, Any]]:
+    from arlarena_baselines.evaluation.results import read_records
+
+    return [r for r in read_records(path) if r.get("type") == "spend"] if path.exists() else []
 
 
 def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.evaluation import EvalConfig, evaluate, format_table, summarize
+    from arlarena_baselines.evaluation.merge import load_results, mixed_settings
     from arlarena_baselines.evaluation.results import read_records
+    from arlarena_baselines.evaluation.settings import SettingsMismatch
+    from arlarena_baselines.evaluation.spending import describe_spend
     from wrappers.agents import AgentError, BudgetExhausted, make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
 
@@ -219,11 +240,13 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, **tasks,
     )
     env_id = config.env
-    cache = ResponseCache(args.cache_dir) if args.cache_dir else None
+    names = [a.strip() for a in args.agent.split(",") if a.strip()]
+    cache = None
+    if any(name in _API_AGENTS for name in names):
+        cache = ResponseCache(args.cache_dir or Path(args.out) / ResponseCache.FILE_NAME)
     shared = {"cache": cache, "budget": budget, "prices": prices}
     paths = []
     status = 0
-    names = [a.strip() for a in args.agent.split(",") if a.strip()]
     threads = None
     if "hf" in names:  # the only agent that decodes with torch in this process
         from arlarena_baselines.trainer.runs import TorchThreads
@@ -245,24 +268,35 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 agent.close()
                 return 2
-            stop = False
+            spent_before = len(_spend_records(path))
+            budget_spent, stop = None, False
             try:
-                evaluate(config, agent, path, resume=args.resume, progress=not args.no_progress)
+                evaluate(config, agent, path, resume=args.resume, force=args.force,
+                         progress=not args.no_progress)
+            except SettingsMismatch as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
             except BudgetExhausted as error:
-                print(f"stopped: {error}; finished episodes are kept in {path}; rerun with "
-                      "--resume (and a new --max-requests) to continue", file=sys.stderr)
-                stop = True
+                budget_spent = error
             except AgentError as error:
                 print(f"error: {agent.name} stopped the run: {error}\nfinished episodes are "
                       f"kept in {path}; rerun with --resume", file=sys.stderr)
                 status, stop = 1, True
             finally:
-                usage = agent.usage()
                 agent.close()
-            if name in _API_AGENTS:
-                print(f"{agent.name}: {_spent(usage)}", file=sys.stderr)
             paths.append(path)
+            for spent in _spend_records(path)[spent_before:]:
+                print(f"{agent.name}: {describe_spend(spent)}", file=sys.stderr)
             records = list(read_records(path)) if path.exists() else []
+            if budget_spent is not None:
+                unfinished = _unfinished(config, records)
+                print(f"stopped: {budget_spent}; {unfinished} of "
+                      f"{config.episodes * config.samples} episodes are unfinished (the finished "
+                      f"ones are kept in {path}, every answered request in {cache.path}); rerun "
+                      "with --resume (and a new --max-requests) to finish them without paying "
+                      "twice", file=sys.stderr)
+                status = 3
+                break
             failed = sum(1 for r in records if r.get("type") == "episode" and r.get("error"))
             if failed:
                 print(f"{failed} episode(s) of {agent.name} ended with an error (see their "
@@ -276,7 +310,9 @@ def run(args: argparse.Namespace) -> int:
             cache.close()
         if threads is not None:
             threads.restore()
-    records = [r for path in paths if path.exists() for r in read_records(path)]
+    records, warnings = load_results([str(p) for p in paths if p.exists()])
+    for warning in warnings + mixed_settings(records):
+        print(f"warning: {warning}", file=sys.stderr)
     print(format_table(summarize(records)))
     print("results: " + ", ".join(str(p) for p in paths))
     return status

@@ -9,6 +9,11 @@ the agent name recorded in it.
 ``--compare`` refuses to put results on different tasks in one table: when the episodes of an
 env come from different task panels, or from one panel whose tasks hashed differently (its
 generator changed), it names them and stops, unless ``--mixed-panels`` is given.
+
+Each episode counts once (:mod:`~arlarena_baselines.evaluation.merge`): a file given twice, or a
+rerun of the same settings in another folder, is dropped with a warning. A row that mixes
+settings, or whose cost is partial (results with and without prices), gets a warning too. What
+API agents spent (attempts, failures by kind, billed tokens, cost) follows the table.
 """
 
 from __future__ import annotations
@@ -45,16 +50,21 @@ def run(args: argparse.Namespace) -> int:
         summarize,
         write_csv,
     )
-    from arlarena_baselines.evaluation.results import read_labelled
+    from arlarena_baselines.evaluation.merge import load_results, mixed_settings
+    from arlarena_baselines.evaluation.report import format_spend
+    from arlarena_baselines.evaluation.spending import total_spend
 
-    records = []
-    for name in args.files:
-        try:
-            records += read_labelled(name)
-        except OSError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
+    try:
+        records, warnings = load_results(args.files)
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     rows = summarize(records)
+    warnings += mixed_settings(records)
+    warnings += [f"the cost of {r.agent} on {r.env} is partial: some of its episodes ran "
+                 "without a price" for r in rows if r.cost_partial and r.group == "all"]
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if not rows:
         print("no finished episodes in the given files", file=sys.stderr)
         return 1
@@ -67,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(format_comparison(rows) if args.compare else format_table(rows))
     print("\n".join(f"tasks of {line}" for line, _ in sets))
+    spent = total_spend(records)
+    if spent:
+        print("\nAPI spending (every run, failed attempts included):\n\n" + format_spend(spent))
     if args.csv:
         Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
         with open(args.csv, "w", encoding="utf-8", newline="") as handle:

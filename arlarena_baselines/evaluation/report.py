@@ -2,10 +2,13 @@
 
 Holds :func:`pass_at_k` (the unbiased estimator of Chen et al., 2021), :func:`summarize`,
 :func:`format_table` (markdown), :func:`format_comparison` (the study's comparison: per env,
-one row per agent or method, one column per task type) and :func:`write_csv`.
+one row per agent or method, one column per task type), :func:`format_spend` (what API agents
+spent) and :func:`write_csv`.
 
-Episodes that ended with an ``error`` count as failures (the ``errors`` column says how many),
-so an unreliable endpoint never makes an agent look better than it is.
+Episodes that ended with an ``error`` count as failures in ``success`` (the ``errors`` column
+says how many), so an unreliable endpoint never makes an agent look better than it is;
+``success (finished)`` is the rate over the episodes that ended without one. A row whose
+episodes are priced only in part shows its cost as ``partial``, never as a smaller sum.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import IO, Any
 
+from arlarena_baselines.evaluation.spending import spend_cost, spend_failures
+
 __all__ = [
     "Summary",
     "format_comparison",
+    "format_spend",
     "format_table",
     "pass_at_k",
     "summarize",
@@ -49,10 +55,14 @@ class Summary:
     valid_format: float
     turns: float
     errors: int = 0
+    finished_success: float | None = None
+    """Success over the episodes that ended without an error (``None``: none did)."""
     tokens: float | None = None
     """Mean prompt + completion tokens per episode (``None``: the agent reports no usage)."""
     cost: float | None = None
     """Total cost in USD (``None``: no price known)."""
+    cost_partial: bool = False
+    """Some episodes that used tokens have no cost (results with and without prices)."""
     pass_at: dict[int, float] = field(default_factory=dict)
 
 
@@ -71,12 +81,17 @@ def _row(agent: str, env: str, group: str, episodes: Sequence[dict[str, Any]]) -
         turns=turns / n,
         errors=sum(bool(e.get("error")) for e in episodes),
     )
+    finished = [bool(e["won"]) for e in episodes if not e.get("error")]
+    if finished:
+        row.finished_success = sum(finished) / len(finished)
     usages = [e["usage"] for e in episodes if e.get("usage")]
     if usages:
         row.tokens = sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
                          for u in usages) / n
-    if any("cost" in u for u in usages):
-        row.cost = sum(u.get("cost", 0.0) for u in usages)
+    priced = [u["cost"] for u in usages if "cost" in u]
+    if priced:
+        row.cost = sum(priced)
+        row.cost_partial = len(priced) < len(usages)
     by_task: dict[Any, list[bool]] = defaultdict(list)
     for e in episodes:
         by_task[e["seed"]].append(bool(e["won"]))
@@ -128,24 +143,36 @@ def _markdown(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _cost(row: Summary, digits: str) -> str:
+    if row.cost_partial:
+        return "partial"
+    return "" if row.cost is None else format(row.cost, digits)
+
+
+def _rate(value: float | None, digits: str) -> str:
+    return "" if value is None else format(value, digits)
+
+
 def format_table(rows: Sequence[Summary]) -> str:
     """The rows as a markdown table.
 
-    Usage columns (tokens per episode, cost) appear when any row has them, then pass@k
-    columns when any row has them.
+    ``success`` counts episodes that ended with an error as failures; ``errors`` counts them
+    and ``success (finished)`` leaves them out. Usage columns (tokens per episode, cost)
+    appear when any row has them, then pass@k columns when any row has them.
     """
     ks = sorted({k for r in rows for k in r.pass_at})
     tokens = any(r.tokens is not None for r in rows)
     cost = any(r.cost is not None for r in rows)
     head = ["agent", "env", "group", "episodes", "success", "score", "valid format", "turns",
-            "errors"]
+            "errors", "success (finished)"]
     head += ["tokens/ep"] * tokens + ["cost $"] * cost + [f"pass@{k}" for k in ks]
     body = []
     for r in rows:
         cells = [r.agent, r.env, r.group, str(r.episodes), f"{r.success:.1%}", f"{r.score:.3f}",
-                 f"{r.valid_format:.1%}", f"{r.turns:.1f}", str(r.errors)]
+                 f"{r.valid_format:.1%}", f"{r.turns:.1f}", str(r.errors),
+                 _rate(r.finished_success, ".1%")]
         cells += [f"{r.tokens:.0f}" if r.tokens is not None else ""] * tokens
-        cells += [f"{r.cost:.4f}" if r.cost is not None else ""] * cost
+        cells += [_cost(r, ".4f")] * cost
         cells += [f"{r.pass_at[k]:.1%}" if k in r.pass_at else "" for k in ks]
         body.append(cells)
     return _markdown(head, body)
@@ -182,14 +209,30 @@ def write_csv(rows: Sequence[Summary], handle: IO[str]) -> None:
     """The rows in long form (one line per agent × env × group), for spreadsheets and pandas."""
     ks = sorted({k for r in rows for k in r.pass_at})
     writer = csv.writer(handle, lineterminator="\n")
-    writer.writerow(["agent", "env", "group", "episodes", "errors", "success", "score",
-                     "valid_format", "turns", "tokens_per_episode", "cost_usd"]
-                    + [f"pass@{k}" for k in ks])
+    writer.writerow(["agent", "env", "group", "episodes", "errors", "success",
+                     "success_finished", "score", "valid_format", "turns",
+                     "tokens_per_episode", "cost_usd"] + [f"pass@{k}" for k in ks])
     for r in rows:
         writer.writerow(
-            [r.agent, r.env, r.group, r.episodes, r.errors, f"{r.success:.6g}", f"{r.score:.6g}",
-             f"{r.valid_format:.6g}", f"{r.turns:.6g}",
-             "" if r.tokens is None else f"{r.tokens:.6g}",
-             "" if r.cost is None else f"{r.cost:.6g}"]
+            [r.agent, r.env, r.group, r.episodes, r.errors, f"{r.success:.6g}",
+             _rate(r.finished_success, ".6g"), f"{r.score:.6g}", f"{r.valid_format:.6g}",
+             f"{r.turns:.6g}", _rate(r.tokens, ".6g"), _cost(r, ".6g")]
             + [f"{r.pass_at[k]:.6g}" if k in r.pass_at else "" for k in ks]
         )
+
+
+def format_spend(totals: Iterable[dict[str, Any]]) -> str:
+    """What API agents spent (:func:`~.spending.total_spend`) as a markdown table: per agent,
+    model and endpoint, the attempts sent and the failed ones by kind, replies answered and
+    from the cache, tokens, estimated billed tokens and cost."""
+    head = ["agent", "model", "endpoint", "attempts", "failed", "answered", "from cache",
+            "tokens", "est. billed tokens", "cost $"]
+    body = [
+        [str(t["agent"]), str(t["model"]), str(t["endpoint"]), f"{t.get('attempts', 0):.0f}",
+         f"{sum((t.get('failures') or {}).values()):.0f} ({spend_failures(t)})",
+         f"{t.get('answered', 0):.0f}", f"{t.get('cache_hits', 0):.0f}",
+         f"{t.get('prompt_tokens', 0) + t.get('completion_tokens', 0):.0f}",
+         f"{t.get('est_billed_tokens', 0):.0f}", spend_cost(t)]
+        for t in totals
+    ]
+    return _markdown(head, body)

@@ -1,9 +1,11 @@
 """Results as JSONL, written as the run goes and safe to resume.
 
 Every turn is one ``{"type": "turn", ...}`` line and every finished episode one
-``{"type": "episode", ...}`` line, flushed at once. :func:`prepare_resume` keeps exactly the lines
-of finished episodes (a torn last line from a killed run is dropped), so a resumed run redoes only
-the episodes that were in flight or ended with an ``error``, and never duplicates one.
+``{"type": "episode", ...}`` line, flushed at once; a ``settings`` record says what produced them
+(:mod:`.settings`) and ``spend`` records what API agents spent (:mod:`.spending`).
+:func:`prepare_resume` keeps exactly those and the lines of finished episodes (a torn last line
+from a killed run is dropped), so a resumed run redoes only the episodes that were in flight or
+ended with an ``error``, and never duplicates one.
 
 A record always writes: its text is kept exactly (JSON escapes control characters, NUL
 included), except for lone surrogates, which UTF-8 cannot encode (an OpenAI-compatible server
@@ -21,7 +23,10 @@ from typing import IO, Any
 
 from arlarena_envs.base import repair_surrogates
 
-__all__ = ["ResultsWriter", "prepare_resume", "read_labelled", "read_records"]
+__all__ = ["ResultsWriter", "append_records", "prepare_resume", "read_records", "split_label"]
+
+RUN_RECORDS = ("settings", "spend")
+"""Record types that describe a run, not an episode: a resume keeps them all."""
 
 
 def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -39,20 +44,23 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
                 yield record
 
 
-def read_labelled(spec: str) -> list[dict[str, Any]]:
-    """The records of ``[LABEL=]PATH``; with a label, every record's ``agent`` becomes it.
+def split_label(spec: str) -> tuple[str | None, Path]:
+    """``(LABEL, PATH)`` of ``[LABEL=]PATH`` (no label: ``None``); a path that itself contains
+    ``=`` and exists is a path. Labels name result files by method (``GiGPO=results/a.jsonl``)
+    in reports and analyses.
 
-    Labels name result files by method (``GiGPO=results/a.jsonl``) in reports and analyses.
-    A path that itself contains ``=`` and exists is read as a path.
+    >>> split_label("GiGPO=results/a.jsonl")
+    ('GiGPO', PosixPath('results/a.jsonl'))
     """
     label, eq, path = spec.partition("=")
     if not eq or not label or Path(spec).exists():
-        return list(read_records(spec))
-    return [{**record, "agent": label} for record in read_records(path)]
+        return None, Path(spec)
+    return label, Path(path)
 
 
 def prepare_resume(path: str | Path) -> set[str]:
-    """Drop the lines of unfinished or failed episodes from ``path``; return the finished ids.
+    """Drop the lines of unfinished or failed episodes from ``path`` (run records stay);
+    return the finished ids.
 
     An episode that ended with an ``error`` (e.g. the server answered garbage) counts as
     unfinished, so resuming runs it again.
@@ -67,10 +75,18 @@ def prepare_resume(path: str | Path) -> set[str]:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         for record in records:
-            if record.get("episode_id") in done:
+            if record.get("episode_id") in done or record.get("type") in RUN_RECORDS:
                 handle.write(_line(record))
     os.replace(tmp, path)
     return done
+
+
+def append_records(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    """Append ``records`` to ``path`` (nothing when there are none)."""
+    records = list(records)
+    if records:
+        with ResultsWriter(path) as writer:
+            writer.write_all(records)
 
 
 class ResultsWriter:

@@ -3,9 +3,11 @@
 :func:`evaluate` runs ``episodes`` tasks × ``samples`` rollouts (all rollouts of a task on the
 same env seed), asks the agent for every live episode's response in one batch per turn
 (:meth:`Agent.respond <wrappers.agents.base.Agent.respond>`), and writes each turn and each
-finished episode to JSONL as it goes (see :mod:`.results`). What an agent reports per request
-lands in the records: ``usage`` summed per episode, a debate's ``transcript`` in the turn, and
-an ``error`` ends that episode only (its record carries the error; resume retries it).
+finished episode to JSONL as it goes (see :mod:`.results`), after the settings record that says
+what produced them (:mod:`.settings`) and before what the agent spent (:mod:`.spending`). What an
+agent reports per request lands in the records: ``usage`` summed per episode, a debate's
+``transcript`` in the turn, and an ``error`` ends that episode only (its record carries the
+error; resume retries it).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import gymnasium as gym
 from tqdm.auto import tqdm
 
 import arlarena_envs
-from arlarena_baselines.evaluation.results import ResultsWriter, prepare_resume
+from arlarena_baselines.evaluation.results import ResultsWriter, append_records
+from arlarena_baselines.evaluation.settings import open_results, run_settings, settings_record
+from arlarena_baselines.evaluation.spending import spend_records
 from wrappers.agents.base import Agent, AgentReply, AgentRequest, add_usage
 from wrappers.prompt import PromptWrapper
 
@@ -106,26 +110,33 @@ def evaluate(
     results_path: str | Path,
     *,
     resume: bool = False,
+    force: bool = False,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Run the evaluation; return the episode records written by this call.
 
     With ``resume``, episodes already finished in ``results_path`` are skipped and the turns of
     an interrupted episode are discarded first (episodes that ended with an error are run
-    again). Without it, an existing file is an error (so a run never silently mixes with an old
-    one). An error in one reply ends that episode with an ``error`` record; an
-    :class:`~wrappers.agents.base.AgentError` raised by the agent (endpoint down, request
-    budget spent) propagates after everything finished so far has been written.
+    again); a file written under other settings is refused
+    (:class:`~.settings.SettingsMismatch`) unless ``force``. Without ``resume``, an existing
+    file is an error (so a run never silently mixes with an old one). An error in one reply
+    ends that episode with an ``error`` record; an :class:`~wrappers.agents.base.AgentError`
+    raised by the agent (endpoint down, request budget spent) propagates after everything
+    finished so far, and what the agent spent, has been written.
     """
     results_path = Path(results_path)
-    if results_path.exists() and not resume:
-        raise FileExistsError(f"{results_path} exists: pass resume=True (--resume) to continue it")
-    done = prepare_resume(results_path) if resume else set()
+    free_envs: list[gym.Env] = [make_env(config)]
+    try:
+        settings = settings_record(run_settings(config, agent, free_envs[0]))
+        done = open_results(results_path, settings, resume=resume, force=force)
+    except BaseException:
+        free_envs[0].close()
+        raise
+    extra = {**config.record, "settings": settings["digest"]}
     todo = _todo(config, done)
     total = config.episodes * config.samples
     env_name = arlarena_envs.resolve_env_id(config.env)
     finished: list[dict[str, Any]] = []
-    free_envs: list[gym.Env] = []
     live: list[Episode] = []
     bar = tqdm(total=total, initial=len(done), desc=f"{agent.name} on {env_name}",
                unit="ep", disable=not progress)
@@ -149,7 +160,7 @@ def evaluate(
                 )
                 still: list[Episode] = []
                 for episode, reply in zip(live, replies, strict=True):
-                    ended = _step(episode, reply, writer, agent.name, env_name, config.record)
+                    ended = _step(episode, reply, writer, agent.name, env_name, extra)
                     if ended is None:
                         still.append(episode)
                         continue
@@ -159,6 +170,7 @@ def evaluate(
                 live = still
     finally:
         bar.close()
+        append_records(results_path, spend_records(agent, settings["digest"]))
         for env in free_envs + [e.env for e in live]:
             env.close()
     return finished

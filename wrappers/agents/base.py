@@ -133,6 +133,18 @@ class Agent(ABC):
         """Resource counters since the last call (e.g. tokens), reset on read."""
         return {}
 
+    def settings(self) -> dict[str, Any]:
+        """What changes this agent's responses (model, endpoint, sampling, seed), as the
+        results' settings record keeps it: a resume under other settings is refused. Default:
+        the name and the ``seed`` attribute, if any."""
+        return {"name": self.name, "seed": getattr(self, "seed", None)}
+
+    def spending(self) -> list[dict[str, Any]]:
+        """What an agent that pays per request spent since the last call, one dict per model
+        and endpoint (:meth:`~wrappers.agents.openai_chat.ChatEndpoint.spent`), reset on
+        read. Default: nothing."""
+        return []
+
     def close(self) -> None:
         """Release resources (threads, HTTP clients, model memory)."""
 

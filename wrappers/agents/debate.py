@@ -317,9 +317,10 @@ class DebateAgent(Agent):
         for p in participants:
             if p.api_key_env and p.api_key_env not in os.environ:
                 raise ValueError(f"${p.api_key_env} (the key of {p.model}) is not set")
-        prices = {**config.get("prices", {}), **(prices or {})}
+        if prices is not None or "prices" in config:
+            prices = {**(config.get("prices") or {}), **(prices or {})}
         for p in participants:
-            model_price(p.model, prices)  # a malformed price is an error before anything opens
+            model_price(p.model, prices)  # a missing or malformed price fails before any request
         self.cache, self._owns_cache = open_cache(cache)
         defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p,
                     "seed": seed}
@@ -462,15 +463,30 @@ class DebateAgent(Agent):
                 raise AgentError(reply.error)
         return [reply.text for reply in replies]
 
-    def usage(self) -> dict[str, float]:
-        total: dict[str, float] = {}
-        for endpoint in [*self.endpoints, *([self.judge_endpoint] if self.judge else [])]:
-            add_usage(total, endpoint.usage())
-        return total
+    @property
+    def _all_endpoints(self) -> list[ChatEndpoint]:
+        return [*self.endpoints, *([self.judge_endpoint] if self.judge_endpoint else [])]
+
+    def settings(self) -> dict[str, Any]:
+        return {"name": self.name, "aggressive": self.aggressive, "rounds": self.rounds,
+                "decision": self.decision,
+                "debaters": [endpoint.settings() for endpoint in self.endpoints],
+                "judge": self.judge_endpoint.settings() if self.judge_endpoint else None}
+
+    def spending(self) -> list[dict[str, Any]]:
+        """One record per model and endpoint (debaters sharing both are counted together)."""
+        merged: dict[tuple[str, str], dict[str, Any]] = {}
+        for spent in (endpoint.spent() for endpoint in self._all_endpoints):
+            model, where = spent.pop("model"), spent.pop("endpoint")
+            total = merged.setdefault((model, where),
+                                      {"model": model, "endpoint": where, "failures": {}})
+            add_usage(total["failures"], spent.pop("failures"))
+            add_usage(total, spent)
+        return list(merged.values())
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
-        for endpoint in [*self.endpoints, *([self.judge_endpoint] if self.judge else [])]:
+        for endpoint in self._all_endpoints:
             endpoint.close()
         if self._owns_cache and self.cache is not None:
             self.cache.close()

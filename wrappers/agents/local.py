@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from wrappers.agents.base import Agent, AgentReply, AgentRequest, add_usage, stream_seed
@@ -75,6 +76,10 @@ class LocalModelAgent(Agent):
             add_usage(self._usage, usage)
             replies.append(AgentReply(self.chat.reply(text), usage=usage))
         return replies
+
+    def settings(self) -> dict[str, Any]:
+        return {"name": self.name, "sampling": asdict(self.sampling), "seed": self.seed,
+                "chat_template_kwargs": self.chat.template_kwargs}
 
     def usage(self) -> dict[str, float]:
         usage = self._usage

@@ -1,10 +1,11 @@
 """An OpenAI-compatible chat-completions endpoint as an agent (OpenAI, vLLM, any proxy).
 
 Holds :class:`ChatEndpoint` (one model at one URL: retries, response cache, request budget,
-token usage and cost), :class:`OpenAIChatAgent` (the ``openai`` agent: one endpoint, requests
-answered with bounded concurrency; a continued response (TIR Math) as a chat turn or a text
-completion, :data:`CONTINUATIONS`), and the helpers the debate agents share:
-:func:`request_messages`, :func:`gather`, :func:`model_price`, :func:`open_cache`.
+token usage and cost, and what was spent: attempts, failures by kind, billed tokens),
+:class:`OpenAIChatAgent` (the ``openai`` agent: one endpoint, requests answered with bounded
+concurrency; a continued response (TIR Math) as a chat turn or a text completion,
+:data:`CONTINUATIONS`), and the helpers the debate agents share: :func:`request_messages`,
+:func:`gather`, :func:`model_price`, :func:`open_cache`, :func:`endpoint_id`.
 
 Failures are sorted by what they mean for a run:
 
@@ -23,16 +24,19 @@ written; the rest of the text is kept as the model wrote it.
 from __future__ import annotations
 
 import base64
+import difflib
 import io
 import json
 import os
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -52,6 +56,7 @@ __all__ = [
     "CONTINUATIONS",
     "ChatEndpoint",
     "OpenAIChatAgent",
+    "endpoint_id",
     "gather",
     "model_price",
     "open_cache",
@@ -99,9 +104,22 @@ class _BadReply(Exception):
 
 
 def model_price(model: str, prices: dict[str, Any] | None) -> dict[str, float] | None:
-    """The price of ``model`` from a price table (USD per million prompt/completion tokens)."""
-    if not prices or model not in prices:
+    """The price of ``model`` from a price table (USD per million prompt/completion tokens).
+
+    No table (``None``) means no costs. A table without ``model`` is an error, not a missing
+    cost: a misspelled name would otherwise drop part of the cost silently.
+
+    >>> model_price("gpt-4o-mini", {"gpt-4o-mni": {"prompt": 0.15, "completion": 0.6}})
+    Traceback (most recent call last):
+    ValueError: no price for model 'gpt-4o-mini' (priced: 'gpt-4o-mni'; did you mean 'gpt-4o-mni'?)
+    """
+    if prices is None:
         return None
+    if model not in prices:
+        close = difflib.get_close_matches(model, [str(name) for name in prices], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        priced = ", ".join(repr(name) for name in prices) or "none"
+        raise ValueError(f"no price for model {model!r} (priced: {priced}{hint})")
     price = prices[model]
     if not isinstance(price, dict) or set(price) != {"prompt", "completion"}:
         raise ValueError(
@@ -111,16 +129,34 @@ def model_price(model: str, prices: dict[str, Any] | None) -> dict[str, float] |
     return {"prompt": float(price["prompt"]), "completion": float(price["completion"])}
 
 
+def endpoint_id(url: Any) -> str:
+    """``scheme://host[:port]/path`` of an endpoint URL: what names the server in cache keys
+    and results (never a key: user info, query and fragment are dropped).
+
+    >>> endpoint_id("https://user:sk-secret@api.example.com/v1/?key=sk-secret")
+    'https://api.example.com/v1'
+    """
+    parts = urlsplit(str(url))
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path.rstrip('/')}"
+
+
+_MAYBE_BILLED = ("timeout", "bad_reply")
+"""Failed attempts a provider may still bill: a timeout, and a 200 whose body is unusable."""
+
+
 class ChatEndpoint:
     """One model behind one OpenAI-compatible URL.
 
     :meth:`complete` returns an :class:`AgentReply` whose ``usage`` holds the tokens of that
     completion and its ``cost`` (when ``price`` is known), the same whether it came from the
-    server or from the cache, so results do not depend on what was cached. :meth:`usage` counts
-    what this process actually spent (requests sent, cache hits, tokens and cost billed).
+    server or from the cache, so results do not depend on what was cached. :meth:`spent` counts
+    what this process actually spent: every attempt sent, the failed ones by kind
+    (:func:`_failure_kind`), the replies answered and those from the cache, tokens, the tokens
+    the provider may have billed, and the cost.
 
     Args:
-        model: model name (also the cache's notion of "the same model": give distinct names).
+        model: model name.
         base_url: endpoint (default ``$OPENAI_BASE_URL``, else OpenAI's).
         api_key: key (default ``$OPENAI_API_KEY``; ``"EMPTY"`` for local servers).
         timeout: seconds per request before it counts as a timeout.
@@ -128,7 +164,8 @@ class ChatEndpoint:
         backoff: first retry delay in seconds (doubles each retry, capped at 30 s).
         seed: base of the per-request ``seed`` sent to the server (derived from it, the sample
             index and ``tag``); ``None`` sends none.
-        cache: a :class:`ResponseCache`, or ``None``.
+        cache: a :class:`ResponseCache`, or ``None``; keyed by the endpoint (:func:`endpoint_id`),
+            the model, the request and the sampling, so another server never answers from it.
         budget: the run's :class:`RequestBudget` (every attempt takes one), or ``None``.
         price: ``{"prompt": USD, "completion": USD}`` per million tokens, or ``None``.
     """
@@ -160,6 +197,7 @@ class ChatEndpoint:
             timeout=timeout,
             max_retries=0,
         )
+        self.endpoint = endpoint_id(self.client.base_url)
         self.sampling: dict[str, Any] = {
             "max_tokens": max_tokens, "temperature": temperature, "top_p": top_p
         }
@@ -171,10 +209,16 @@ class ChatEndpoint:
         self.price = price
         self._lock = threading.Lock()
         self._spent: dict[str, float] = {}
+        self._failures: Counter[str] = Counter()
 
     @property
     def where(self) -> str:
         return self.base_url or "the OpenAI API"
+
+    def settings(self) -> dict[str, Any]:
+        """What changes this endpoint's replies: the model, the endpoint, sampling and seed."""
+        return {"model": self.model, "endpoint": self.endpoint, "sampling": dict(self.sampling),
+                "seed": self.seed}
 
     def complete(
         self,
@@ -198,7 +242,8 @@ class ChatEndpoint:
             stream = f"{episode_id}\x1f{tag}\x1f{sample}" if variant else ""
             sampling["seed"] = stream_seed(self.seed, stream, turn if variant else 0) % 2**31
         asked = {"messages": messages} if prompt is None else {"prompt": prompt}
-        key = cache_key(model=self.model, sampling=sampling, **asked, **variant)
+        key = cache_key(model=self.model, endpoint=self.endpoint, sampling=sampling, **asked,
+                        **variant)
         stored = self.cache.get(key) if self.cache is not None else None
         if stored is not None:
             self._add_spent({"cache_hits": 1})
@@ -209,7 +254,9 @@ class ChatEndpoint:
         if self.cache is not None:
             self.cache.put(key, stored)
         reply = self._reply(stored)
-        self._add_spent(reply.usage)
+        billed = reply.usage["prompt_tokens"] + reply.usage["completion_tokens"]
+        paid = {name: value for name, value in reply.usage.items() if name != "requests"}
+        self._add_spent({"answered": 1, "est_billed_tokens": billed, **paid})
         return reply
 
     def _reply(self, stored: dict[str, Any]) -> AgentReply:
@@ -222,30 +269,33 @@ class ChatEndpoint:
 
     def _request(self, asked: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
         """The completion of ``asked`` (``messages`` for a chat completion, ``prompt`` for a
-        text completion) as ``{text, prompt_tokens, completion_tokens}`` or ``{error}``."""
+        text completion) as ``{text, prompt_tokens, completion_tokens}`` or ``{error}``.
+        Every attempt is counted, and every failed one by its kind."""
         import openai
 
         stop_run = (openai.RateLimitError, openai.APIConnectionError)  # incl. timeouts
-        per_request = (openai.InternalServerError, openai.APIResponseValidationError,
-                       json.JSONDecodeError, _BadReply)
         refused_run = (openai.AuthenticationError, openai.PermissionDeniedError,
                        openai.NotFoundError)
+        retried = (openai.RateLimitError, openai.InternalServerError)
         error: Exception | None = None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(self._delay(attempt - 1, error))
             if self.budget is not None:
                 self.budget.take()
+            self._add_spent({"attempts": 1})
             try:
                 chat = "messages" in asked
                 api = self.client.chat.completions if chat else self.client.completions
                 return _parse_reply(api.create(model=self.model, **asked, **sampling))
-            except stop_run + per_request as failure:
-                error = failure
-            except refused_run as failure:
-                raise AgentError(self._refused(failure)) from failure
-            except openai.APIStatusError as failure:
-                if failure.status_code not in (408, 409):  # those two are worth a retry
+            except (openai.APIConnectionError, openai.APIStatusError,
+                    openai.APIResponseValidationError, json.JSONDecodeError,
+                    _BadReply) as failure:
+                self._failed(failure, asked)
+                if isinstance(failure, refused_run):
+                    raise AgentError(self._refused(failure)) from failure
+                if (isinstance(failure, openai.APIStatusError) and not isinstance(failure, retried)
+                        and failure.status_code not in (408, 409)):  # those two are retried
                     return {"error": self._refused(failure)}
                 error = failure
         message = (f"{self.where} failed {self.max_retries + 1} times for model {self.model}: "
@@ -253,6 +303,17 @@ class ChatEndpoint:
         if isinstance(error, stop_run):
             raise AgentError(message) from error
         return {"error": message}
+
+    def _failed(self, error: Exception, asked: dict[str, Any]) -> None:
+        """Count a failed attempt; one the provider may bill adds its estimated tokens: the
+        request at about 4 characters a token, and ``max_tokens``."""
+        kind = _failure_kind(error)
+        billed = 0
+        if kind in _MAYBE_BILLED:
+            billed = len(json.dumps(asked, ensure_ascii=False)) // 4 + self.sampling["max_tokens"]
+        with self._lock:
+            self._failures[kind] += 1
+        self._add_spent({"est_billed_tokens": billed})
 
     def _refused(self, error: Any) -> str:
         return f"{self.where} refused the request ({error.status_code}) for {self.model}: {error}"
@@ -267,21 +328,43 @@ class ChatEndpoint:
                 pass
         return min(self.backoff * 2**attempt, 30.0) * (0.5 + random.random() / 2)
 
-    def _add_spent(self, usage: dict[str, float]) -> None:
+    def _add_spent(self, spent: dict[str, float]) -> None:
         with self._lock:
-            for name, value in usage.items():
+            for name, value in spent.items():
                 self._spent[name] = self._spent.get(name, 0) + value
 
-    def usage(self) -> dict[str, float]:
-        """What was spent since the last call: ``requests`` answered by the server,
-        ``cache_hits``, tokens and ``cost`` billed. Reset on read."""
+    def spent(self) -> dict[str, Any]:
+        """What was spent since the last call, reset on read: ``attempts`` sent (failed ones
+        included), ``failures`` by kind, replies ``answered`` by the server and
+        ``cache_hits``, the answered ``prompt_tokens`` and ``completion_tokens``,
+        ``est_billed_tokens`` (those, plus the estimate of every failed attempt the provider
+        may bill: at most what it billed) and ``cost`` (of the answered tokens, when priced)."""
         with self._lock:
-            spent, self._spent = self._spent, {}
-        return {"requests": 0.0, "cache_hits": 0.0, "prompt_tokens": 0.0,
-                "completion_tokens": 0.0, **spent}
+            spent, failures = self._spent, self._failures
+            self._spent, self._failures = {}, Counter()
+        record: dict[str, Any] = {
+            "model": self.model, "endpoint": self.endpoint, "attempts": 0, "answered": 0,
+            "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
+            "est_billed_tokens": 0, **spent, "failures": dict(failures),
+        }
+        if self.price is not None:
+            record.setdefault("cost", 0.0)
+        return record
 
     def close(self) -> None:
         self.client.close()
+
+
+def _failure_kind(error: Exception) -> str:
+    """The kind of a failed attempt: ``timeout``, ``connection``, ``rate_limit`` (429),
+    ``server_error`` (5xx), ``client_error`` (another 4xx) or ``bad_reply`` (a 200 whose body
+    is not a usable completion)."""
+    import openai
+
+    kinds = ((openai.APITimeoutError, "timeout"), (openai.APIConnectionError, "connection"),
+             (openai.RateLimitError, "rate_limit"), (openai.InternalServerError, "server_error"),
+             (openai.APIStatusError, "client_error"))
+    return next((kind for cls, kind in kinds if isinstance(error, cls)), "bad_reply")
 
 
 def _parse_reply(reply: Any) -> dict[str, Any]:
@@ -332,9 +415,11 @@ class OpenAIChatAgent(Agent):
     Args:
         model: model name (default ``$OPENAI_MODEL``; required).
         concurrency: requests in flight at once.
-        cache: a :class:`ResponseCache` or a directory for one (``None``: no cache).
+        cache: a :class:`ResponseCache` or a directory for one (``None``: no cache;
+            ``arlarena eval`` always gives one).
         budget: the run's :class:`RequestBudget`.
-        prices: model → ``{"prompt": USD, "completion": USD}`` per million tokens.
+        prices: model → ``{"prompt": USD, "completion": USD}`` per million tokens; it must
+            price ``model`` (``None``: no costs).
         continuation: ``chat`` or ``completion`` (see :data:`CONTINUATIONS`).
         chat_template: for ``completion``, the tokenizer (or its name or path) whose chat
             template formats the first message (default: the model's name).
@@ -411,8 +496,15 @@ class OpenAIChatAgent(Agent):
                 raise AgentError(reply.error)
         return [reply.text for reply in replies]
 
-    def usage(self) -> dict[str, float]:
-        return self.endpoint.usage()
+    def settings(self) -> dict[str, Any]:
+        settings = {"name": self.name, **self.endpoint.settings(),
+                    "continuation": self.continuation}
+        if self.template is not None:
+            settings["chat_template"] = getattr(self.template, "name_or_path", str(self.template))
+        return settings
+
+    def spending(self) -> list[dict[str, Any]]:
+        return [self.endpoint.spent()]
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

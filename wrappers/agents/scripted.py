@@ -6,6 +6,7 @@ Both answer in the strict format, so the expert's trajectories are valid behavio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,9 @@ class ExpertAgent(Agent):
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
         self.epsilon = float(epsilon)
         self.seed = seed
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "epsilon": self.epsilon}
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses = []
