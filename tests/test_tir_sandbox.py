@@ -9,9 +9,12 @@ check that a run leaves nothing (files, processes, IPC objects, random state) fo
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import logging
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -20,6 +23,7 @@ import tempfile
 import time
 import tracemalloc
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -585,6 +589,325 @@ thread.join()
     assert result.stdout.splitlines() == ["0000000000000000 0000000000000000 1", "True", "thread"]
 
 
+# -- what a run could leave for the host or the next run ---------------------------------------
+KEYS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, request_key, keyctl = {'x86_64': (248, 249, 250), 'aarch64': (217, 218, 219)}[
+    os.uname().machine]
+key = libc.syscall(add_key, b'user', b'TOKEN', b'payload', 7, -4)  # the user keyring
+print('add_key', key if key < 0 else 'added', ctypes.get_errno() if key < 0 else 0)
+if key >= 0:
+    libc.syscall(keyctl, 5, key, 0x3f3f3f3f)  # KEYCTL_SETPERM: anyone may view and read it
+found = libc.syscall(request_key, b'user', b'TOKEN', None, 0)
+print('request_key', found, ctypes.get_errno())
+print('keyctl', libc.syscall(keyctl, 0, -3, 0), ctypes.get_errno())  # the session keyring's id
+print('proc', repr(open('/proc/keys').read()))
+"""
+
+
+def test_keyrings_are_out_of_reach(sandbox: Sandbox) -> None:
+    """A run can neither add a key (which would outlive it in the host kernel, under a fresh
+    quota per uid), nor look one up, nor reach the session keyring it inherited; and
+    ``/proc/keys`` lists nothing, so a key planted by one run never shows in the next."""
+    code = KEYS.replace("TOKEN", f"tir-key-{uuid.uuid4().hex}")
+    first, second = sandbox.run(code), sandbox.run(code)
+    for result in (first, second):
+        assert result.ok, result.stderr
+        assert result.stdout.splitlines() == [
+            "add_key -1 1", "request_key -1 1", "keyctl -1 1", "proc ''"], result.stdout
+
+
+SOCKETS = """
+import socket
+kind, budget = KIND, BUDGET
+def queued():  # the payload bytes in every socket queue of the run's namespace
+    total = 0
+    for name in ('tcp', 'udp'):
+        for line in open(f'/proc/net/{name}').read().splitlines()[1:]:
+            tx, rx = line.split()[4].split(':')
+            total += int(tx, 16) + int(rx, 16)
+    return total
+chunk = b'x' * 60000
+held = []
+while queued() < 3 * budget and len(held) < 100:
+    if kind == 'tcp':
+        listener = socket.create_server(('127.0.0.1', 0))
+        sender = socket.create_connection(listener.getsockname())
+        receiver = listener.accept()[0]
+        listener.close()
+    else:
+        receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        receiver.bind(('127.0.0.1', 0))
+        sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sender.connect(receiver.getsockname())
+    for each in (sender, receiver):
+        each.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+        each.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    held += [sender, receiver]
+    sender.setblocking(False)
+    for _ in range(1000):  # unread: the kernel holds what is sent, or drops (UDP) or refuses it
+        try:
+            sender.send(chunk)
+        except OSError:
+            break
+print(queued())
+"""
+
+
+@pytest.mark.parametrize("kind", ["tcp", "udp"])
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_socket_buffers_count_against_the_memory_budget(kind: str, warm: bool) -> None:
+    """Loopback TCP and UDP buffers left unread are charged to the run's memory budget (a
+    cgroup's socket memory), not only to the host-wide limit: of the 192 MiB a run tries to
+    queue within a 64 MiB budget, the budget is what it gets."""
+    budget = 64 << 20
+    box = Sandbox(dataclasses.replace(LIMITS, memory_bytes=budget, wall_time_s=20.0), warm=warm)
+    if not box.memory_bound.startswith("cgroup"):
+        pytest.skip("no writable cgroup: socket buffers are bounded by the host only")
+    result = box.run(SOCKETS.replace("KIND", repr(kind)).replace("BUDGET", str(budget)))
+    assert result.ok, (result.stderr, result.message)
+    assert int(result.stdout) <= budget, int(result.stdout) >> 20
+
+
+MQ_SEND = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+queue = libc.mq_open(b'/NAME', os.O_CREAT | os.O_RDWR, 0o666, None)
+print('sent', queue >= 0 and libc.mq_send(queue, b'secret', 6, 0) == 0)
+"""
+MQ_RECEIVE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+queue = libc.mq_open(b'/NAME', os.O_RDONLY | os.O_NONBLOCK, 0, None)
+buffer = ctypes.create_string_buffer(1 << 16)
+print('found', queue >= 0 and buffer.raw[:libc.mq_receive(queue, buffer, 1 << 16, None)])
+"""
+
+
+def test_posix_message_queues_do_not_cross_runs(sandbox: Sandbox) -> None:
+    name = f"tir-{uuid.uuid4().hex}"
+    sent = sandbox.run(MQ_SEND.replace("NAME", name))
+    assert sent.ok and sent.stdout == "sent True\n", (sent.stdout, sent.stderr)
+    received = sandbox.run(MQ_RECEIVE.replace("NAME", name))
+    assert received.ok and received.stdout == "found False\n", (received.stdout, received.stderr)
+
+
+MEMORY_SCAN = """
+import ctypes
+chunks = []
+for line in open('/proc/self/maps').read().splitlines():
+    addresses, permissions = line.split()[:2]
+    if permissions.startswith('rw'):
+        start, end = (int(address, 16) for address in addresses.split('-'))
+        chunks.append(ctypes.string_at(start, end - start))
+token = REVERSED[::-1].encode()  # made after the snapshot: this code holds it backwards only
+print(sum(chunk.count(token) for chunk in chunks))
+"""
+
+
+def test_a_run_finds_nothing_of_the_last_one_in_its_memory(sandbox: Sandbox) -> None:
+    """A run's file names never pass through a warm server's memory, which every later run is
+    forked from and can read back."""
+    token = uuid.uuid4().hex
+    names = f"for i in range(50):\n    open(f'/tmp/{token}{'-' * 160}{{i:03}}', 'w').close()"
+    assert sandbox.run(names).ok  # long names: freed, they would stay in the server's memory
+    result = sandbox.run(MEMORY_SCAN.replace("REVERSED", repr(token[::-1])))
+    assert result.ok and result.stdout == "0\n", (result.stdout, result.stderr)
+
+
+NAMESPACES = """
+import os, socket
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+print(os.getpid(), child, sorted(open('/proc/net/tcp').read().splitlines()[1:]))
+listener = socket.socket()
+listener.bind(('127.0.0.1', PORT))  # no SO_REUSEADDR: a TIME_WAIT on the port refuses it
+listener.listen()
+client = socket.create_connection(('127.0.0.1', PORT))
+accepted = listener.accept()[0]
+accepted.close()  # closed first: it waits in TIME_WAIT, bound to the port
+client.close()
+listener.close()
+"""
+
+
+def test_each_run_has_fresh_pid_and_network_namespaces(sandbox: Sandbox) -> None:
+    """A run's pids and sockets tell the next run nothing: its pids are numbered as if it were
+    the first run, it sees no socket of the last one, and the port that one used is free (no
+    TIME_WAIT left to refuse its ``bind``)."""
+    code = NAMESPACES.replace("PORT", str(40_000 + secrets.randbelow(20_000)))
+    first, second = sandbox.run(code), sandbox.run(code)
+    assert first.ok, first.stderr
+    assert second.ok, second.stderr
+    assert second.stdout == first.stdout and first.stdout.endswith(" []\n"), second.stdout
+
+
+SPIN = """
+import os, time
+end = time.monotonic() + 3.5
+for _ in range(15):
+    if os.fork() == 0:
+        os.setsid()
+        break
+while time.monotonic() < end:
+    pass
+"""
+WORK = "import time\nwhile time.process_time() < 0.3:\n    pass"
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_busy_run_does_not_starve_a_concurrent_one(warm: bool) -> None:
+    """16 busy processes, each in a session of its own, take their run's CPU quota (one core)
+    and no more: a concurrent run's 0.3 s of work takes at most three times what it took alone
+    just before (sharing the rest of the machine), not the eight times of a fair share among
+    17 processes on 2 cores."""
+    limits = dataclasses.replace(LIMITS, wall_time_s=20.0, cpu_time_s=10)
+    box = Sandbox(limits, warm=warm)
+    if not box.cpu_bound.startswith("cgroup"):
+        pytest.skip("no writable cgroup cpu controller")
+    alone = box.run(WORK)
+    with ThreadPoolExecutor(1) as pool:
+        spinning = pool.submit(box.run, SPIN)
+        time.sleep(0.5)  # its processes are up
+        beside = box.run(WORK)
+        assert spinning.result().ok
+    assert alone.ok and beside.ok, (alone, beside)
+    assert beside.wall_time_s < 3 * alone.wall_time_s, (beside.wall_time_s, alone.wall_time_s)
+
+
+TEXTS = r"""
+import sys
+sys.stdout.buffer.write(b'nul\x00 soh\x01 esc\x1b[31m del\x7f bytes\xff\xfe cr\r\n')
+sys.stdout.flush()
+print('surrogate \ud800', file=sys.stderr)
+final_answer('answer \ud800 \x00\x1b')
+"""
+
+
+def test_every_string_of_a_result_encodes_and_lies_in_the_env_space(sandbox: Sandbox) -> None:
+    """Whatever a program prints or answers, what the sandbox hands out encodes as UTF-8 and
+    lies in the TIR env's declared observation space (the one text rule: controls escaped,
+    lone surrogates U+FFFD)."""
+    from arlarena_envs.tir_math.env import TIRMathEnv
+
+    space = TIRMathEnv.observation_space
+    answered = sandbox.run(TEXTS)
+    failed = sandbox.run("raise ValueError('\\x00 \\ud800 \\x1b')")
+    for result in (answered, failed):
+        for text in (result.stdout, result.stderr, result.answer or "", result.message,
+                     result.output()):
+            text.encode("utf-8")
+            assert space.contains(text), repr(text)
+    assert answered.stdout == "nul\\x00 soh\\x01 esc\\x1b[31m del\\x7f bytes\ufffd\ufffd cr\n"
+    assert answered.answer == "answer \ufffd \\x00\\x1b"
+    assert "ValueError: \\x00 \\ud800 \\x1b" in failed.stderr
+
+
+def test_a_run_sees_no_host_pid_in_its_cgroup(sandbox: Sandbox) -> None:
+    result = sandbox.run("print(open('/proc/self/cgroup').read())")
+    assert result.ok and re.search(rf"\b{os.getpid()}\b", result.stdout) is None, result.stdout
+
+
+UNIX_HOLD = """
+import socket
+held = []
+for _ in range(64):
+    sender, receiver = socket.socketpair()
+    sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+    sender.setblocking(False)
+    held += [sender, receiver]
+    try:
+        while True:
+            sender.send(b'x' * 65536)
+    except BlockingIOError:
+        pass
+"""
+
+
+def test_a_server_killed_for_memory_under_a_run_reports_memory() -> None:
+    """Socket buffers are kernel memory: charged to the run's budget, not to any process's
+    size, so the kernel may pick a server's process instead of the run's when the budget runs
+    out (the test makes it the server's init). The run then reports ``memory``, not a kill."""
+    box = Sandbox(dataclasses.replace(LIMITS, memory_bytes=128 << 20, wall_time_s=20.0))
+    if not box.warm or not box.memory_bound.startswith("cgroup"):
+        pytest.skip("warm servers in a cgroup need root and a writable cgroup")
+    assert box.run("pass").ok
+    zygote = box._pool._idle[-1]
+    bwrap = zygote.process.pid
+    init = Path(f"/proc/{bwrap}/task/{bwrap}/children").read_text().split()[0]
+    Path(f"/proc/{init}/oom_score_adj").write_text("1000")
+    result = box.run(UNIX_HOLD)
+    assert result.status is ExecStatus.MEMORY, (result.status, result.message)
+    assert not zygote.alive() and box.run("print(3)").stdout == "3\n"
+
+
+def test_a_server_that_dies_with_the_request_is_replaced_and_the_run_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that takes a run's request and dies before the run's interpreter is ready has
+    run nothing: the run goes to a fresh server."""
+    from arlarena_envs.tir_math import _warm
+
+    box = Sandbox(LIMITS)
+    if not box.warm:
+        pytest.skip("warm servers need root")
+    assert box.run("pass").ok
+    broken: list[_warm.Zygote] = []
+    request = _warm.Zygote.request
+
+    def break_the_first(zygote: _warm.Zygote, message: dict, fds: list[int]) -> None:
+        if broken:
+            return request(zygote, message, fds)
+        broken.append(zygote)
+        socket.send_fds(zygote.control, [b"{not json"], fds)  # the server fails on it
+        return None
+
+    monkeypatch.setattr(_warm.Zygote, "request", break_the_first)
+    result = box.run("print(6 * 7)")
+    assert result.ok and result.stdout == "42\n", result
+    assert len(broken) == 1 and not broken[0].alive()
+
+
+# -- the limits one by one (each test fails with its limit alone removed) -----------------------
+def test_the_default_limits_are_pinned() -> None:
+    assert dataclasses.asdict(SandboxLimits()) == {
+        "wall_time_s": 10.0, "cpu_time_s": 10, "memory_bytes": 1 << 30, "max_processes": 16,
+        "max_output_bytes": 64 << 10, "max_file_bytes": 16 << 20, "tmp_bytes": 64 << 20,
+        "max_open_files": 128, "max_code_bytes": 1 << 20, "max_answer_chars": 10_000,
+        "min_process_bytes": 256 << 20, "cpu_cores": 1.0,
+    }
+
+
+def test_a_busy_loop_hits_the_cpu_time_limit(sandbox: Sandbox) -> None:
+    """``RLIMIT_CPU``: the loop ends at 1 s of CPU time, long before the wall-time limit."""
+    box = Sandbox(dataclasses.replace(LIMITS, cpu_time_s=1, wall_time_s=30.0), warm=sandbox.warm)
+    result = box.run("while True:\n    pass")
+    assert result.status is ExecStatus.TIMEOUT and "CPU-time limit of 1 s" in result.message
+
+
+def test_a_file_stops_at_the_file_size_limit(sandbox: Sandbox) -> None:
+    """``RLIMIT_FSIZE``: a write stops at 1 MiB, the next fails (``EFBIG``), in a roomy ``/tmp``."""
+    box = Sandbox(dataclasses.replace(LIMITS, max_file_bytes=1 << 20), warm=sandbox.warm)
+    code = ("import os\nfd = os.open('/tmp/big', os.O_WRONLY | os.O_CREAT)\n"
+            "print(os.write(fd, bytes(2 << 20)))\ntry:\n    os.write(fd, b'0')\n"
+            "except OSError as error:\n    print(error.errno)")
+    result = box.run(code)
+    assert result.ok and result.stdout == f"{1 << 20}\n{errno.EFBIG}\n", result
+
+
+def test_open_files_stop_at_the_limit(sandbox: Sandbox) -> None:
+    """``RLIMIT_NOFILE``: descriptors 0 to 31 and no more (``EMFILE``)."""
+    box = Sandbox(dataclasses.replace(LIMITS, max_open_files=32), warm=sandbox.warm)
+    code = ("import os\nfds = []\ntry:\n    for _ in range(1000):\n"
+            "        fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+            "except OSError as error:\n    print(error.errno, max(fds) + 1)")
+    result = box.run(code)
+    assert result.ok and result.stdout == f"{errno.EMFILE} 32\n", result
+
+
 # -- set-up errors and modes --------------------------------------------------------------------
 def test_missing_bwrap_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -612,7 +935,7 @@ def test_unsafe_mode_warns_every_time_and_still_limits(
 def test_works_for_an_unprivileged_caller() -> None:
     """Run the sandbox module as an ordinary user with the system Python (one bwrap, no root).
 
-    The sandbox imports only the standard library, so its four modules are loaded from a
+    The sandbox imports only the standard library, so its modules are loaded from a
     world-readable copy, in a package skeleton of their own.
     """
     folder = Path(tempfile.mkdtemp(prefix="tir-probe-"))
@@ -621,8 +944,9 @@ def test_works_for_an_unprivileged_caller() -> None:
     for directory in (folder, folder / "arlarena_envs", package):
         directory.chmod(0o755)
         (directory / "__init__.py").touch()
-    for name in ("sandbox.py", "_prelude.py", "_cgroup.py", "_warm.py"):
-        shutil.copy(PROJECT / "arlarena_envs/tir_math" / name, package / name)
+    for name in ("tir_math/sandbox.py", "tir_math/_prelude.py", "tir_math/_cgroup.py",
+                 "tir_math/_warm.py", "text_rule.py"):
+        shutil.copy(PROJECT / "arlarena_envs" / name, folder / "arlarena_envs" / name)
     for path in folder.rglob("*.py"):
         path.chmod(0o644)
     script = f"""

@@ -82,6 +82,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from arlarena_envs.text_rule import MAX_OBS_CHARS, clean_text, truncate_middle
 from arlarena_envs.tir_math._cgroup import RunCgroup, find_cgroups
 from arlarena_envs.tir_math._warm import Zygote, ZygoteError, ZygotePool, pool
 
@@ -284,6 +285,7 @@ class ExecResult:
         status: how it ended.
         stdout, stderr: what it printed (decoded, cut at the output allowance with a marker).
         answer: the last value passed to ``final_answer``, or ``None``.
+        (These and ``message`` follow the one text rule: see :meth:`__post_init__`.)
         exit_code: the exit status (``128 + n`` for signal ``n``), ``None`` if killed by the host.
         wall_time_s: seconds from start to end, sandbox set-up included.
         truncated: whether output was cut.
@@ -299,6 +301,15 @@ class ExecResult:
     truncated: bool = False
     message: str = ""
 
+    def __post_init__(self) -> None:
+        """Every string the sandbox hands out follows the one text rule
+        (:func:`~arlarena_envs.text_rule.clean_text`): it encodes as UTF-8 and lies in an env's
+        observation space (controls escaped, lone surrogates U+FFFD, at most
+        :data:`~arlarena_envs.text_rule.MAX_OBS_CHARS` characters)."""
+        for name in ("stdout", "stderr", "answer", "message"):
+            if (value := getattr(self, name)) is not None:
+                object.__setattr__(self, name, clean_text(value, MAX_OBS_CHARS))
+
     @property
     def ok(self) -> bool:
         return self.status is ExecStatus.OK
@@ -311,21 +322,6 @@ class ExecResult:
         if self.message:
             parts.append(self.message)
         return truncate_middle("\n".join(parts), max_chars)
-
-
-def truncate_middle(text: str, max_chars: int) -> str:
-    """Cut ``text`` to at most ``max_chars`` characters, keeping its head and tail.
-
-    >>> short = truncate_middle("0123456789" * 20, 60)
-    >>> len(short) <= 60, short[:4], short[-4:], "characters cut" in short
-    (True, '0123', '6789', True)
-    """
-    if len(text) <= max_chars:
-        return text
-    marker = "\n[... {} characters cut ...]\n"
-    room = max(max_chars - len(marker.format(len(text))), 0)
-    head, tail = room // 2, room - room // 2
-    return text[:head] + marker.format(len(text) - head - tail) + (text[-tail:] if tail else "")
 
 
 @dataclass(frozen=True)
@@ -848,7 +844,7 @@ class Sandbox:
                     answer = line[len(b"answer "):].decode("unicode_escape")
                 except UnicodeDecodeError:
                     continue
-        return None if answer is None else answer[: self.limits.max_answer_chars]
+        return None if answer is None else clean_text(answer)[: self.limits.max_answer_chars]
 
     def _result(
         self, code: int | None, stopped: ExecStatus | None, stdout_b: bytearray,
