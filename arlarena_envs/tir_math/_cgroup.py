@@ -156,7 +156,8 @@ class RunCgroup:
                 files.reverse()
             for name in files:
                 _write(self.memory / name, memory)
-            _write(self.memory / "memory.kmem.tcp.limit_in_bytes", str(limits.socket_bytes))
+            if (self.memory / "memory.kmem.tcp.limit_in_bytes").exists():
+                _write(self.memory / "memory.kmem.tcp.limit_in_bytes", str(limits.socket_bytes))
         _write(self.pids / "pids.max", str(limits.tasks))
         if self.cpu is not None:
             quota = max(1000, round(limits.cpu_cores * _CPU_PERIOD_US))
@@ -212,8 +213,10 @@ class Cgroups:
             cpu = " + cpu.max" if self.cpu_parent else ""
             return f"cgroup v2 memory.max + pids.max{cpu} under {self.memory_parent}"
         cpu = f" + cpu.cfs_quota_us under {self.cpu_parent}" if self.cpu_parent else ""
-        return (f"cgroup v1 memory.limit_in_bytes + memory.kmem.tcp.limit_in_bytes under "
-                f"{self.memory_parent} + pids.max under {self.pids_parent}{cpu}")
+        tcp = "memory.kmem.tcp.limit_in_bytes"
+        sockets = f" + {tcp}" if (self.memory_parent / tcp).exists() else " (sockets unbounded)"
+        return (f"cgroup v1 memory.limit_in_bytes{sockets} under {self.memory_parent} + "
+                f"pids.max under {self.pids_parent}{cpu}")
 
     @property
     def parents(self) -> list[Path]:

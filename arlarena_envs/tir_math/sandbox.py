@@ -270,12 +270,15 @@ class SandboxLimits:
     """Resource limits of one execution.
 
     ``memory_bytes`` bounds the run as a whole: under a cgroup, every page of every process
-    and of ``/tmp``, with each process also capped at ``memory_bytes`` of address space so that
-    one huge allocation is a ``MemoryError``; without one, each process gets an address-space
-    cap of ``memory_bytes / n`` and at most ``n`` processes run, ``n`` being
+    and of ``/tmp`` and its socket buffers (cgroup v1 counts these apart, against a second
+    budget of the same size), with each process also capped at ``memory_bytes`` of address
+    space so that one huge allocation is a ``MemoryError``; without one, each process gets an
+    address-space cap of ``memory_bytes / n`` and at most ``n`` processes run, ``n`` being
     ``max_processes`` or fewer, so that no process has less than ``min_process_bytes``.
-    ``max_answer_chars`` caps an answer however it arrives (``final_answer`` or a line written
-    straight to the answer channel), and the channel carries at most one such answer.
+    ``cpu_cores`` is the run's CPU quota as a whole (a cgroup's, where one can be made), on top
+    of ``cpu_time_s`` per process. ``max_answer_chars`` caps an answer however it arrives
+    (``final_answer`` or a line written straight to the answer channel), and the channel
+    carries at most one such answer.
     """
 
     wall_time_s: float = 10.0
