@@ -1037,6 +1037,7 @@ runs = {{
     "ls": box.run("import os; print(sorted(os.listdir('/')))").stdout,
     "write": box.run("open('/usr/x', 'w')").status.value,
     "forks": box.run({FORK_LOOP.replace("SECONDS", "30")!r}).stdout,
+    "keys": box.run({KEYS.replace("TOKEN", "tir-unprivileged")!r}).stdout.splitlines()[:3],
 }}
 print(json.dumps({{"root": box.is_root, **runs}}))
 """
@@ -1052,4 +1053,5 @@ print(json.dumps({{"root": box.is_root, **runs}}))
     assert report["root"] is False and report["answer"] == "42"
     assert "work" not in report["ls"] and "root" not in report["ls"]
     assert report["write"] == "error" and int(report["forks"]) < 16
+    assert report["keys"] == ["add_key -1 1", "request_key -1 1", "keyctl -1 1"]
 

@@ -605,12 +605,13 @@ class Sandbox:
 
         As root, bwrap keeps only ``CAP_SETUID``/``CAP_SETGID`` for the interpreter, which drops
         to a fresh random uid before it does anything else (a warm server keeps no capability:
-        it joins a user namespace the host owns, see :mod:`._uids`), and a seccomp filter
-        refuses new user namespaces and the keyrings; as any other user, bwrap makes the user
-        namespace itself and ``--disable-userns`` refuses nested ones. ``/proc/keys`` and
-        ``/proc/key-users`` read empty. With a cgroup, bwrap reports its child's pid
-        (``--info-fd``) and waits (``--block-fd``) until the host has moved that child into the
-        cgroup, so that every process of the sandbox starts in it.
+        it joins a user namespace the host owns, see :mod:`._uids`); as any other user, bwrap
+        makes the user namespace itself and ``--disable-userns`` refuses nested ones. Either
+        way a seccomp filter refuses new user namespaces and the keyrings (on other machines
+        than x86_64 and aarch64, as another user, ``--disable-userns`` alone), and
+        ``/proc/keys`` and ``/proc/key-users`` read empty. With a cgroup, bwrap reports its
+        child's pid (``--info-fd``) and waits (``--block-fd``) until the host has moved that
+        child into the cgroup, so that every process of the sandbox starts in it.
         """
         options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -620,11 +621,12 @@ class Sandbox:
         for path in ("/proc/keys", "/proc/key-users"):
             options += ["--perms", "0444", "--ro-bind-data", str(fds.holding(b"")), path]
         uid = 0
+        if _SECCOMP is not None:
+            options += ["--seccomp", str(fds.holding(_SECCOMP))]
         if self.is_root:
             caps = [] if warm else ["CAP_SETUID", "CAP_SETGID"]
             uid = 0 if warm else draw_uid()
-            options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap)),
-                        "--seccomp", str(fds.holding(_SECCOMP or b""))]
+            options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap))]
         else:
             options = ["--unshare-user", "--disable-userns", *options]
         if cgroup is not None:
