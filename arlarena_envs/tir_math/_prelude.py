@@ -134,6 +134,8 @@ _PR_CAPBSET_DROP = 24
 
 
 def _serve(control_fd: int, userns_fd: int, tmp_bytes: int, preload: list[str]) -> None:
+    """Join the host's user namespace as its root, import ``preload`` and fork the server
+    proper, the init of a pid namespace of its own (see the module docs)."""
     import gc
     import os
 
@@ -153,7 +155,7 @@ def _serve(control_fd: int, userns_fd: int, tmp_bytes: int, preload: list[str]) 
     gc.freeze()  # keep the preloaded objects out of every child's collections
     _call("unshare", _NEWPID)
     server = os.fork()
-    if server:  # the first process only lasts as long as the server, the init of the next
+    if server:  # this process waits for the server, which it cannot be, and ends with it
         os.close(control_fd)
         os.waitpid(server, 0)
         os._exit(0)
@@ -164,7 +166,7 @@ def _serve_runs(control_fd: int, tmp_bytes: int) -> None:
     """Serve runs one at a time, each made ready (:func:`_prepare`) while the server waits for
     its request, so that a request costs neither a fork nor a namespace. The server is the
     init of the runs' pid namespace: after each run it kills and reaps every process left."""
-    import fcntl  # noqa: F401  (what every run imports: once here, not in each)
+    import fcntl  # noqa: F401  (what every run's process imports: imported once, here)
     import json  # noqa: F401
     import os
     import socket
@@ -209,7 +211,8 @@ def _prepare(control: object, tmp_bytes: int, pid_max: int) -> tuple[int, object
     import os
     import socket
 
-    with open("/proc/sys/kernel/ns_last_pid", "w") as last_pid:  # the caps of the namespace
+    # the server may: its user namespace owns the runs' pid namespace
+    with open("/proc/sys/kernel/ns_last_pid", "w") as last_pid:
         last_pid.write(str(300 + int.from_bytes(os.urandom(4), "little") % (pid_max - 400)))
     server_end, run_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     run = os.fork()

@@ -7,8 +7,9 @@ Holds :class:`Sandbox` (``run(code) -> ExecResult``), :class:`SandboxLimits`,
 :func:`truncate_middle`. Every string of an :class:`ExecResult` follows the one text rule
 (:mod:`arlarena_envs.text_rule`): it encodes as UTF-8 and lies in an env's observation space.
 
-Every execution runs in new pid, network, ipc, uts and cgroup namespaces. The network namespace
-has one interface, its own loopback: bubblewrap brings it up, so the program's processes may
+Every execution runs in new network, ipc, mount and cgroup namespaces, and in a pid namespace
+where nothing runs but it (and, warm, its server). The network namespace has one interface,
+its own loopback: bubblewrap (warm, the run's process) brings it up, so the program's processes may
 talk to each other over 127.0.0.1, but nothing outside the namespace (the host's loopback
 included) is reachable. The root is read-only and holds only ``/usr`` (and the ``/bin``,
 ``/lib`` links), the Python installation and the current environment's site-packages (mounted
@@ -18,8 +19,8 @@ project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The 
 unprivileged uid, without capabilities, that may not create user namespaces nor use the
 kernel's keyrings (``/proc/keys`` reads empty), with limits on CPU time, processes, file size
 and open files; the host enforces wall time and the
-size of everything the program sends back (stdout, stderr, the answer channel), and kills the
-whole pid namespace when the program ends or overruns, so no process outlives its execution.
+size of everything the program sends back (stdout, stderr, the answer channel), and every
+process of the execution is killed when the program ends or overruns, so none outlives it.
 
 Memory is bounded for the run as a whole (every process, ``/tmp`` and socket buffers): by a
 cgroup of the run (``memory.max``, or v1's ``memory.limit_in_bytes`` with
@@ -156,15 +157,14 @@ def _seccomp_program(machine: str) -> bytes | None:
         "nosys", (ret, 0, 0, 0x00050000 | 38),
         "refuse", (ret, 0, 0, 0x00050000 | 1),
     ]
-    steps = [step for step in program if isinstance(step, tuple)]
-    where, count = {}, 0
+    steps, where = [], {}  # the instructions, and where each label's instruction is
     for step in program:
         if isinstance(step, str):
-            where[step] = count
+            where[step] = len(steps)
         else:
-            count += 1
+            steps.append(step)
 
-    def offset(target: int | str, index: int) -> int:
+    def offset(target: int | str, index: int) -> int:  # a jump: how many instructions it skips
         return target if isinstance(target, int) else where[target] - index - 1
 
     return b"".join(struct.pack("=HBBI", code, offset(true, i), offset(false, i), k)
