@@ -8,7 +8,9 @@ Holds:
     * :func:`clean_text` -- the one rule that makes any ``str`` a member of that space: line
       breaks ``\\r\\n`` and ``\\r`` become ``\\n``, lone surrogates U+FFFD (split pairs are joined,
       :func:`repair_surrogates`), other control characters (NUL, C0 but tab and newline, DEL, C1)
-      the escape ``\\xNN``; with a limit, too long a text loses its middle.
+      the escape ``\\xNN``; with a limit, too long a text loses its middle. It lives in
+      :mod:`arlarena_envs.text_rule` (standard library only, so that the TIR sandbox applies
+      the same rule to everything it hands out) and is re-exported here.
     * :class:`TextEnv` -- the base class: string observations and actions, an ``info`` dict with
       ``task``, ``admissible_actions``, ``won``, ``anchor`` (and ``action_is_valid`` after a step),
       and the :meth:`TextEnv.expert_action` hook privileged agents use. It is the env's text
@@ -22,7 +24,6 @@ Holds:
 from __future__ import annotations
 
 import functools
-import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Set
 from typing import Any, ClassVar
@@ -31,6 +32,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.spaces.space import Space
+
+from arlarena_envs.text_rule import (
+    MAX_OBS_CHARS,
+    OUTSIDE,
+    RANGES,
+    clean_text,
+    repair_surrogates,
+)
 
 __all__ = [
     "MAX_ACTION_CHARS",
@@ -45,19 +54,10 @@ __all__ = [
     "text_space",
 ]
 
-MAX_OBS_CHARS = 100_000
-"""Upper bound on an observation's length (the ``Text`` space's ``max_length``)."""
-
 MAX_ACTION_CHARS = 1_000_000
 """Actions longer than this are cut before parsing: no env needs more, and it bounds work."""
 
-_RANGES = ((0x09, 0x0A), (0x20, 0x7E), (0xA0, 0xD7FF), (0xE000, 0x10FFFF))
-"""The admitted code points, as inclusive ranges: all of Unicode but the surrogates (UTF-8
-cannot encode them) and the control characters other than tab and newline."""
-_STARTS = tuple(np.cumsum([0] + [hi - lo + 1 for lo, hi in _RANGES])[:-1].tolist())
-_CLASS = "".join(re.escape(chr(lo)) + "-" + re.escape(chr(hi)) for lo, hi in _RANGES)
-_OUTSIDE = re.compile(f"[^{_CLASS}]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_STARTS = tuple(np.cumsum([0] + [hi - lo + 1 for lo, hi in RANGES])[:-1].tolist())
 
 
 class TextCharset(Set[str]):
@@ -69,14 +69,14 @@ class TextCharset(Set[str]):
     """
 
     def __contains__(self, char: object) -> bool:
-        return isinstance(char, str) and len(char) == 1 and _OUTSIDE.match(char) is None
+        return isinstance(char, str) and len(char) == 1 and OUTSIDE.match(char) is None
 
     def __len__(self) -> int:
-        lo, hi = _RANGES[-1]
+        lo, hi = RANGES[-1]
         return _STARTS[-1] + hi - lo + 1
 
     def __iter__(self) -> Iterator[str]:
-        for lo, hi in _RANGES:
+        for lo, hi in RANGES:
             yield from map(chr, range(lo, hi + 1))
 
     def __eq__(self, other: object) -> bool:
@@ -89,14 +89,14 @@ class TextCharset(Set[str]):
         if char not in self:
             raise KeyError(char)
         code = ord(char)
-        k = bisect_right([lo for lo, _ in _RANGES], code) - 1
-        return _STARTS[k] + code - _RANGES[k][0]
+        k = bisect_right([lo for lo, _ in RANGES], code) - 1
+        return _STARTS[k] + code - RANGES[k][0]
 
     def at(self, positions: np.ndarray) -> np.ndarray:
         """The code points at ``positions`` (the inverse of :meth:`index`, vectorised)."""
         positions = np.asarray(positions, dtype=np.int64)
         k = np.searchsorted(_STARTS, positions, side="right") - 1
-        return np.asarray([lo for lo, _ in _RANGES])[k] + positions - np.asarray(_STARTS)[k]
+        return np.asarray([lo for lo, _ in RANGES])[k] + positions - np.asarray(_STARTS)[k]
 
 
 TEXT_CHARSET = TextCharset()
@@ -124,7 +124,7 @@ class TextSpace(spaces.Text):
         return (
             isinstance(x, str)
             and self.min_length <= len(x) <= self.max_length
-            and _OUTSIDE.search(x) is None
+            and OUTSIDE.search(x) is None
         )
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
@@ -167,56 +167,6 @@ class TextSpace(spaces.Text):
 def text_space(max_length: int = MAX_OBS_CHARS) -> TextSpace:
     """A :class:`TextSpace` of up to ``max_length`` characters."""
     return TextSpace(max_length)
-
-
-def repair_surrogates(text: str) -> str:
-    """``text`` with surrogate pairs joined into their character and lone surrogates U+FFFD.
-
-    Lone surrogates reach Python when JSON carries ``\\ud800`` (or a stream splits a pair);
-    UTF-8 cannot encode them, so they are the one thing that makes a ``str`` unwritable.
-
-    >>> repair_surrogates("\\ud83d\\ude00 and \\ud800!") == "\\U0001f600 and \\ufffd!"
-    True
-    """
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-_ESCAPES = tuple(
-    (char, "\n" if char == "\r" else f"\\x{ord(char):02x}")
-    for char in map(chr, range(0xA0))
-    if _OUTSIDE.match(char)
-)
-"""What :func:`clean_text` puts for each control character outside the set (CR: a newline)."""
-
-
-def clean_text(text: str, max_chars: int | None = None) -> str:
-    """``text`` as a member of :data:`TEXT_CHARSET`, legitimate text kept as it is.
-
-    ``\\r\\n`` and ``\\r`` become ``\\n``; surrogates are repaired
-    (:func:`repair_surrogates`); every other character outside the set (NUL, the C0 controls
-    but tab and newline, DEL, C1) becomes a visible ``\\xNN`` escape, not dropped, so that
-    neither the model nor a reader sees two words glued where a byte was, and an escaped NUL in
-    a Python string literal still means NUL. With ``max_chars``, a longer result keeps its head
-    and tail (:func:`~arlarena_envs.tir_math.sandbox.truncate_middle`). Idempotent; text
-    already clean costs one scan.
-
-    >>> clean_text("a\\x00b\\r\\n\\ud800 \\U0001f600 caf\\u00e9\\t")
-    'a\\\\x00b\\n\ufffd \U0001f600 caf\u00e9\\t'
-    """
-    if _OUTSIDE.search(text) is not None:
-        text = repair_surrogates(text).replace("\r\n", "\n")
-        for char, escape in _ESCAPES:  # str.replace per character: 6x faster than translate
-            if char in text:
-                text = text.replace(char, escape)
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    # The one implementation lives in the sandbox module, which must stay importable on its own
-    # (standard library only); importing it when this module loads would be circular.
-    from arlarena_envs.tir_math.sandbox import truncate_middle
-
-    return truncate_middle(text, max_chars)
 
 
 def _clean_value(value: Any) -> Any:

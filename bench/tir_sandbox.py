@@ -11,8 +11,9 @@ weighs on all of them alike:
   is a sandbox's p50 minus this;
 - ``floor``: ``bwrap --unshare-all --ro-bind / / /bin/true`` against ``/bin/true``, what
   bubblewrap itself costs;
-- with ``--before REV``: the sandbox of git revision ``REV`` (its ``sandbox.py`` and
-  ``_prelude.py``, loaded from ``git show``), and its own no-isolation peer.
+- with ``--before REV``: the sandbox of git revision ``REV`` (its ``sandbox.py`` and the
+  modules it imports, loaded from ``git show`` as a package of their own), and its own
+  no-isolation peer.
 
 It prints p50/p95 latency of a trivial script for each, the overheads, the floor, and
 executions per second (the median of three rounds, the peers taking turns) of the trivial and a
@@ -27,7 +28,7 @@ leave it out, as a long run amortises it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import logging
 import statistics
 import subprocess
@@ -50,19 +51,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_revision(revision: str) -> object:
-    """The ``sandbox`` module of git ``revision`` (it imports only the standard library)."""
+    """The ``sandbox`` module of git ``revision``, with the modules it imports of that revision
+    (standard library only: the package's private modules and the text rule), loaded as a
+    package of their own so that its warm servers and pools are its own too."""
     folder = Path(tempfile.mkdtemp(prefix="tir-before-"))
-    for name in ("sandbox.py", "_prelude.py"):
-        text = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{revision}:arlarena_envs/tir_math/{name}"],
-            check=True, capture_output=True, text=True).stdout
-        (folder / name).write_text(text)
-    spec = importlib.util.spec_from_file_location("tir_sandbox_before", folder / "sandbox.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    package = folder / "tir_before"
+    package.mkdir()
+    (package / "__init__.py").touch()
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", revision, "arlarena_envs/tir_math/",
+         "arlarena_envs/text_rule.py"], check=True, capture_output=True, text=True).stdout
+    for path in listed.split():
+        name = Path(path).name
+        if name in {"sandbox.py", "text_rule.py"} or (name.startswith("_") and name[1] != "_"):
+            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{path}"],
+                                  check=True, capture_output=True, text=True).stdout
+            for module in ("arlarena_envs.tir_math.", "arlarena_envs."):
+                text = text.replace(module, "tir_before.")
+            (package / name).write_text(text)
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("tir_before.sandbox")
 
 
 def runner(box: object, code: str) -> Callable[[], None]:

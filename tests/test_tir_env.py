@@ -254,5 +254,7 @@ def test_bad_arguments() -> None:
         TIRMathEnv(max_context_chars=MAX_OBS_CHARS + 1)
     with pytest.raises(ValueError):
         TIRMathEnv(dataset="not-a-set")
-    with pytest.raises(RuntimeError):
-        _ = TIRMathEnv(dataset="arithmetic").task
+    fresh = TIRMathEnv(dataset="arithmetic")
+    with pytest.raises(RuntimeError, match="call reset") as raised:
+        _ = fresh.task
+    assert type(raised.value) is RuntimeError  # not a subclass, e.g. SandboxUnavailable

@@ -9,9 +9,13 @@ check that a run leaves nothing (files, processes, IPC objects, random state) fo
 from __future__ import annotations
 
 import dataclasses
+import errno
+import itertools
 import json
 import logging
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -20,6 +24,7 @@ import tempfile
 import time
 import tracemalloc
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,7 +41,7 @@ from arlarena_envs.tir_math.sandbox import (
 PROJECT = Path(__file__).resolve().parents[1]
 SECRET = "tir-sandbox-secret-7f3a9c"  # appears only in this file: leaks if the sandbox reads it
 FORK_LOOP = """
-import os, time
+import os
 children = 0
 for _ in range(64):
     try:
@@ -44,8 +49,7 @@ for _ in range(64):
     except OSError:
         break
     if pid == 0:
-        time.sleep(30)
-        os._exit(0)
+        os.execv('/usr/bin/sleep', ['sleep', 'SECONDS'])
     children += 1
 print(children)
 """
@@ -148,21 +152,20 @@ libc = ctypes.CDLL(None, use_errno=True)
 print('shm', libc.shmget(0x5EED, 4096, 0o1666) >= 0, 'msg', libc.msgget(0x5EED, 0o1666) >= 0)
 if os.fork() == 0:
     os.setsid()
-    os.execv('/usr/bin/sleep', ['sleep', '30'])
+    os.execv('/usr/bin/sleep', ['sleep', 'SECONDS'])
 """
 LOOK = """
 import os
-others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid(),
-                                                                             os.getppid())]
 ipc = [open(f'/proc/sysvipc/{kind}').read().splitlines()[1:] for kind in ('shm', 'msg', 'sem')]
-print(sorted(os.listdir('/tmp')), others, ipc)
+print(sorted(os.listdir('/tmp')), ipc)
 """
 
 
 def test_a_run_leaves_nothing_for_the_next(sandbox: Sandbox) -> None:
-    """Files (a world-readable one, a locked directory), a daemon and System V IPC objects of
-    one run are gone when the next starts: warm, the same server cleared them (a server that
-    cannot clear a run's leftovers retires, as after a tree too deep to delete)."""
+    """Files (a world-readable one, a locked directory, a tree 1,500 deep), a daemon and System
+    V IPC objects of one run are gone when it has ended: cold, with its bwrap's namespaces;
+    warm, with the namespaces the run had of its own, which the server never has to clean (it
+    keeps serving)."""
     from arlarena_envs.tir_math import _warm
 
     def servers() -> set[int]:
@@ -170,14 +173,15 @@ def test_a_run_leaves_nothing_for_the_next(sandbox: Sandbox) -> None:
 
     assert sandbox.run("pass").ok
     before = servers()
-    first = sandbox.run(LEFTOVERS)
+    seconds = f"30.{time.time_ns() % 10**9}"
+    first = sandbox.run(LEFTOVERS.replace("SECONDS", seconds))
     assert first.ok and first.stdout == "shm True msg True\n", (first.stdout, first.stderr)
+    assert _host_processes_with(f"sleep {seconds}") == []
     look = sandbox.run(LOOK)
-    assert look.ok and look.stdout == "[] [] [[], [], []]\n", (look.stdout, look.stderr)
-    assert servers() == before
+    assert look.ok and look.stdout == "[] [[], [], []]\n", (look.stdout, look.stderr)
     deep = "import os\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')"
-    assert sandbox.run(deep).ok and sandbox.run(LOOK).stdout == "[] [] [[], [], []]\n"
-    assert len(before - servers()) == (1 if sandbox.warm else 0)  # the deep tree's retired
+    assert sandbox.run(deep).ok and sandbox.run(LOOK).stdout == "[] [[], [], []]\n"
+    assert servers() == before
 
 
 def test_runs_draw_fresh_random_numbers(sandbox: Sandbox) -> None:
@@ -283,11 +287,9 @@ def test_a_dead_warm_server_is_replaced() -> None:
 
     killer = threading.Thread(target=kill_the_server)
     killer.start()
-    start = time.monotonic()
     result = box.run("import time\nprint('started', flush=True)\ntime.sleep(2.5)")
-    killer.join()
+    killer.join()  # killed, not timed out: the run ended with its server, before its deadline
     assert result.status is ExecStatus.KILLED and result.stdout == "started\n", result
-    assert time.monotonic() - start < 2.0
     assert box.run("print(4)").stdout == "4\n"
 
 
@@ -368,20 +370,12 @@ def test_cannot_resolve_host_names(sandbox: Sandbox) -> None:
     assert result.status is ExecStatus.ERROR and "gaierror" in result.stderr
 
 
-def test_busy_loop_hits_the_cpu_limit(sandbox: Sandbox) -> None:
-    start = time.monotonic()
-    result = sandbox.run("while True:\n    pass")
-    assert result.status is ExecStatus.TIMEOUT
-    assert time.monotonic() - start < LIMITS.wall_time_s + 1.5
-
-
 def test_sleep_hits_the_wall_time_limit(sandbox: Sandbox) -> None:
     start = time.monotonic()
     result = sandbox.run("import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
-    elapsed = time.monotonic() - start
     assert result.status is ExecStatus.TIMEOUT and "wall-time" in result.message
     assert result.stdout == "sleeping\n"
-    assert LIMITS.wall_time_s - 0.1 <= elapsed < LIMITS.wall_time_s + 1.5
+    assert time.monotonic() - start >= LIMITS.wall_time_s - 0.1  # it had its time
 
 
 def test_allocating_8_gib_is_a_memory_error(sandbox: Sandbox) -> None:
@@ -390,20 +384,18 @@ def test_allocating_8_gib_is_a_memory_error(sandbox: Sandbox) -> None:
 
 
 def test_bounded_fork_loop_is_capped(sandbox: Sandbox) -> None:
-    start = time.monotonic()
-    result = sandbox.run(FORK_LOOP)
+    seconds = f"30.{time.time_ns() % 10**9}"
+    result = sandbox.run(FORK_LOOP.replace("SECONDS", seconds))
     assert result.ok, result.stderr
     assert int(result.stdout) < LIMITS.max_processes
-    assert time.monotonic() - start < 2.0, "the sleeping children must die with the run"
+    assert _host_processes_with(f"sleep {seconds}") == [], "the children die with the run"
 
 
 def test_printing_100_mb_is_cut(sandbox: Sandbox) -> None:
-    start = time.monotonic()
     result = sandbox.run("import sys\nsys.stdout.write('x' * 100_000_000)")
     assert result.status is ExecStatus.OUTPUT_LIMIT and result.truncated
     assert len(result.stdout) <= LIMITS.max_output_bytes
-    assert "output truncated" in result.output()
-    assert time.monotonic() - start < 2.5
+    assert "output truncated" in result.output() and "was stopped" in result.message
 
 
 def test_killing_its_parents_only_ends_the_run(sandbox: Sandbox) -> None:
@@ -434,14 +426,9 @@ if os.fork() == 0:
 os.wait()
 print('parent exits')
 """
-    start = time.monotonic()
     result = sandbox.run(code)
     assert result.ok and result.stdout == "parent exits\n", result.stderr
-    assert time.monotonic() - start < 2.0
-    deadline = time.monotonic() + 2
-    while _host_processes_with(f"sleep {token}") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _host_processes_with(f"sleep {token}") == []
+    assert _host_processes_with(f"sleep {token}") == []  # gone once the run has ended
 
 
 def test_cannot_become_root(sandbox: Sandbox) -> None:
@@ -541,13 +528,12 @@ for _ in range(300):
 """
     tracemalloc.start()
     try:
-        start = time.monotonic()
         result = sandbox.run(code)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert result.status is ExecStatus.OUTPUT_LIMIT and "answer channel" in result.message
-    assert peak < 4 << 20 and time.monotonic() - start < 2.5
+    assert peak < 4 << 20
 
 
 @pytest.mark.parametrize("length", [50_000, 1_000_000])
@@ -571,10 +557,14 @@ for fd in [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 2]:
 
 
 def test_no_new_user_namespace_and_no_capabilities(sandbox: Sandbox) -> None:
+    """No capability in any set: warm runs keep none even in their inheritable and bounding
+    sets; cold ones keep the two bwrap gave the interpreter in the inheritable set, inert
+    (no capability can be gained from it: ``NoNewPrivs``, nosuid mounts)."""
     code = """
 import subprocess, threading
 status = dict(line.split(':\\t', 1) for line in open('/proc/self/status').read().splitlines())
-print(status['CapEff'], status['CapPrm'], status['NoNewPrivs'])
+print(status['CapEff'], status['CapPrm'], status['CapAmb'], status['NoNewPrivs'])
+print(status['CapInh'], status['CapBnd'])
 print(subprocess.run(['unshare', '--user', 'true']).returncode != 0)
 thread = threading.Thread(target=print, args=('thread',))
 thread.start()
@@ -582,7 +572,357 @@ thread.join()
 """
     result = sandbox.run(code)
     assert result.ok, result.stderr
-    assert result.stdout.splitlines() == ["0000000000000000 0000000000000000 1", "True", "thread"]
+    lines = result.stdout.splitlines()
+    none = "0" * 16
+    assert [lines[0], *lines[2:]] == [f"{none} {none} {none} 1", "True", "thread"], lines
+    inheritable, bounding = lines[1].split()
+    if sandbox.warm:
+        assert inheritable == bounding == none
+    else:
+        setuid_setgid = 1 << 6 | 1 << 7
+        assert int(inheritable, 16) & ~setuid_setgid == 0, inheritable
+
+
+# -- what a run could leave for the host or the next run ---------------------------------------
+KEYS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, request_key, keyctl = {'x86_64': (248, 249, 250), 'aarch64': (217, 218, 219)}[
+    os.uname().machine]
+key = libc.syscall(add_key, b'user', b'TOKEN', b'payload', 7, -4)  # the user keyring
+print('add_key', key if key < 0 else 'added', ctypes.get_errno() if key < 0 else 0)
+if key >= 0:
+    libc.syscall(keyctl, 5, key, 0x3f3f3f3f)  # KEYCTL_SETPERM: anyone may view and read it
+found = libc.syscall(request_key, b'user', b'TOKEN', None, 0)
+print('request_key', found, ctypes.get_errno())
+print('keyctl', libc.syscall(keyctl, 0, -3, 0), ctypes.get_errno())  # the session keyring's id
+print('proc', repr(open('/proc/keys').read()))
+"""
+
+
+def test_keyrings_are_out_of_reach(sandbox: Sandbox) -> None:
+    """A run can neither add a key (which would outlive it in the host kernel, under a fresh
+    quota per uid), nor look one up, nor reach the session keyring it inherited; and
+    ``/proc/keys`` lists nothing, so a key planted by one run never shows in the next."""
+    code = KEYS.replace("TOKEN", f"tir-key-{uuid.uuid4().hex}")
+    first, second = sandbox.run(code), sandbox.run(code)
+    for result in (first, second):
+        assert result.ok, result.stderr
+        assert result.stdout.splitlines() == [
+            "add_key -1 1", "request_key -1 1", "keyctl -1 1", "proc ''"], result.stdout
+
+
+SOCKETS = """
+import socket
+kind, budget = KIND, BUDGET
+def queued():  # the payload bytes in every socket queue of the run's namespace
+    total = 0
+    for name in ('tcp', 'udp'):
+        for line in open(f'/proc/net/{name}').read().splitlines()[1:]:
+            tx, rx = line.split()[4].split(':')
+            total += int(tx, 16) + int(rx, 16)
+    return total
+chunk = b'x' * 60000
+held = []
+while queued() < 3 * budget and len(held) < 100:
+    if kind == 'tcp':
+        listener = socket.create_server(('127.0.0.1', 0))
+        sender = socket.create_connection(listener.getsockname())
+        receiver = listener.accept()[0]
+        listener.close()
+    else:
+        receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        receiver.bind(('127.0.0.1', 0))
+        sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sender.connect(receiver.getsockname())
+    for each in (sender, receiver):
+        each.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+        each.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    held += [sender, receiver]
+    sender.setblocking(False)
+    for _ in range(1000):  # unread: the kernel holds what is sent, or drops (UDP) or refuses it
+        try:
+            sender.send(chunk)
+        except OSError:
+            break
+print(queued())
+"""
+
+
+@pytest.mark.parametrize("kind", ["tcp", "udp"])
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_socket_buffers_count_against_the_memory_budget(kind: str, warm: bool) -> None:
+    """Loopback TCP and UDP buffers left unread are charged to the run's memory budget (a
+    cgroup's socket memory), not only to the host-wide limit: of the 192 MiB a run tries to
+    queue within a 64 MiB budget, the budget is what it gets."""
+    budget = 64 << 20
+    box = Sandbox(dataclasses.replace(LIMITS, memory_bytes=budget, wall_time_s=20.0), warm=warm)
+    if not box.memory_bound.startswith("cgroup"):
+        pytest.skip("no writable cgroup: socket buffers are bounded by the host only")
+    result = box.run(SOCKETS.replace("KIND", repr(kind)).replace("BUDGET", str(budget)))
+    assert result.ok, (result.stderr, result.message)
+    assert int(result.stdout) <= budget, int(result.stdout) >> 20
+
+
+MQ_SEND = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+queue = libc.mq_open(b'/NAME', os.O_CREAT | os.O_RDWR, 0o666, None)
+print('sent', queue >= 0 and libc.mq_send(queue, b'secret', 6, 0) == 0)
+"""
+MQ_RECEIVE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+queue = libc.mq_open(b'/NAME', os.O_RDONLY | os.O_NONBLOCK, 0, None)
+buffer = ctypes.create_string_buffer(1 << 16)
+print('found', queue >= 0 and buffer.raw[:libc.mq_receive(queue, buffer, 1 << 16, None)])
+"""
+
+
+def test_posix_message_queues_do_not_cross_runs(sandbox: Sandbox) -> None:
+    name = f"tir-{uuid.uuid4().hex}"
+    sent = sandbox.run(MQ_SEND.replace("NAME", name))
+    assert sent.ok and sent.stdout == "sent True\n", (sent.stdout, sent.stderr)
+    received = sandbox.run(MQ_RECEIVE.replace("NAME", name))
+    assert received.ok and received.stdout == "found False\n", (received.stdout, received.stderr)
+
+
+MEMORY_SCAN = """
+import ctypes
+chunks = []
+for line in open('/proc/self/maps').read().splitlines():
+    addresses, permissions = line.split()[:2]
+    if permissions.startswith('rw'):
+        start, end = (int(address, 16) for address in addresses.split('-'))
+        chunks.append(ctypes.string_at(start, end - start))
+token = REVERSED[::-1].encode()  # made after the snapshot: this code holds it backwards only
+print(sum(chunk.count(token) for chunk in chunks))
+"""
+
+
+def test_a_run_finds_nothing_of_the_last_one_in_its_memory(sandbox: Sandbox) -> None:
+    """A run's file names never pass through a warm server's memory, which every later run is
+    forked from and can read back."""
+    token = uuid.uuid4().hex
+    names = f"for i in range(50):\n    open(f'/tmp/{token}{'-' * 160}{{i:03}}', 'w').close()"
+    assert sandbox.run(names).ok  # long names: freed, they would stay in the server's memory
+    result = sandbox.run(MEMORY_SCAN.replace("REVERSED", repr(token[::-1])))
+    assert result.ok and result.stdout == "0\n", (result.stdout, result.stderr)
+
+
+NAMESPACES = """
+import os, socket
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+print(os.getpid(), child, sorted(open('/proc/net/tcp').read().splitlines()[1:]))
+listener = socket.socket()
+listener.bind(('127.0.0.1', PORT))  # no SO_REUSEADDR: a TIME_WAIT on the port refuses it
+listener.listen()
+client = socket.create_connection(('127.0.0.1', PORT))
+accepted = listener.accept()[0]
+accepted.close()  # closed first: it waits in TIME_WAIT, bound to the port
+client.close()
+listener.close()
+"""
+
+
+def test_a_run_cannot_choose_the_next_ones_pids_or_ports(sandbox: Sandbox) -> None:
+    """A run's pids and sockets tell the next run nothing and decide nothing for it: its pids
+    do not follow the last run's (cold: each bwrap's namespace starts at 1; warm: the server
+    draws them at random, so one in some 30,000 follows by chance: not twice in a row), it sees
+    no socket of the last run, and the port that one used is free (no TIME_WAIT left to refuse
+    its ``bind``: a network namespace of its own)."""
+    code = NAMESPACES.replace("PORT", str(40_000 + secrets.randbelow(20_000)))
+    runs = [sandbox.run(code) for _ in range(3)]
+    assert all(run.ok for run in runs), [run.stderr for run in runs]
+    fields = [run.stdout.split(" ", 2) for run in runs]
+    assert all(sockets == "[]\n" for *_, sockets in fields), [run.stdout for run in runs]
+    follows = sum(int(later[0]) == int(earlier[1]) + 1
+                  for earlier, later in itertools.pairwise(fields))
+    assert follows < 2, [run.stdout for run in runs]
+
+
+SPIN = """
+import os, time
+read, write = os.pipe()
+start = time.monotonic()
+children = 0
+for _ in range(15):
+    if os.fork() == 0:
+        os.setsid()
+        break
+    children += 1
+while time.monotonic() < start + 2.0:
+    pass
+if children < 15:  # a child: its CPU time to the parent
+    os.write(write, b'%f ' % time.process_time())
+    os._exit(0)
+os.close(write)
+times = b''
+while len(times.split()) < 15 and (chunk := os.read(read, 4096)):
+    times += chunk
+print(round((time.process_time() + sum(map(float, times.split()))) / (time.monotonic() - start), 2))
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_busy_run_does_not_starve_a_concurrent_one(warm: bool) -> None:
+    """16 busy processes, each in a session of its own, get their run's CPU quota (here half a
+    core) and no more, however many the machine has; a concurrent run's work meanwhile ends as
+    it should."""
+    spinner = Sandbox(dataclasses.replace(LIMITS, wall_time_s=20.0, cpu_cores=0.5), warm=warm)
+    if not spinner.cpu_bound.startswith("cgroup"):
+        pytest.skip("no writable cgroup cpu controller")
+    worker = Sandbox(dataclasses.replace(LIMITS, wall_time_s=20.0), warm=warm)
+    with ThreadPoolExecutor(1) as pool:
+        spinning = pool.submit(spinner.run, SPIN)
+        time.sleep(0.5)  # its processes are up
+        work = worker.run("import time\nwhile time.process_time() < 0.3:\n    pass\nprint('done')")
+        spun = spinning.result()
+    assert spun.ok, (spun.stderr, spun.message)
+    assert float(spun.stdout) <= 0.5 * 1.3, spun.stdout  # CPU seconds per second, all 16
+    assert work.ok and work.stdout == "done\n", (work.stderr, work.message)
+
+
+TEXTS = r"""
+import sys
+sys.stdout.buffer.write(b'nul\x00 soh\x01 esc\x1b[31m del\x7f bytes\xff\xfe cr\r\n')
+sys.stdout.flush()
+print('surrogate \ud800', file=sys.stderr)
+final_answer('answer \ud800 \x00\x1b')
+"""
+
+
+def test_every_string_of_a_result_encodes_and_lies_in_the_env_space(sandbox: Sandbox) -> None:
+    """Whatever a program prints or answers, what the sandbox hands out encodes as UTF-8 and
+    lies in the TIR env's declared observation space (the one text rule: controls escaped,
+    lone surrogates U+FFFD)."""
+    from arlarena_envs.tir_math.env import TIRMathEnv
+
+    space = TIRMathEnv.observation_space
+    answered = sandbox.run(TEXTS)
+    failed = sandbox.run("raise ValueError('\\x00 \\ud800 \\x1b')")
+    for result in (answered, failed):
+        for text in (result.stdout, result.stderr, result.answer or "", result.message,
+                     result.output()):
+            text.encode("utf-8")
+            assert space.contains(text), repr(text)
+    assert answered.stdout == "nul\\x00 soh\\x01 esc\\x1b[31m del\\x7f bytes\ufffd\ufffd cr\n"
+    assert answered.answer == "answer \ufffd \\x00\\x1b"
+    assert "ValueError: \\x00 \\ud800 \\x1b" in failed.stderr
+
+
+def test_a_run_sees_no_host_pid_in_its_cgroup(sandbox: Sandbox) -> None:
+    result = sandbox.run("print(open('/proc/self/cgroup').read())")
+    assert result.ok and re.search(rf"\b{os.getpid()}\b", result.stdout) is None, result.stdout
+
+
+UNIX_HOLD = """
+import socket
+held = []
+for _ in range(64):
+    sender, receiver = socket.socketpair()
+    sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+    sender.setblocking(False)
+    held += [sender, receiver]
+    try:
+        while True:
+            sender.send(b'x' * 65536)
+    except BlockingIOError:
+        pass
+"""
+
+
+def test_a_server_killed_for_memory_under_a_run_reports_memory() -> None:
+    """Socket buffers are kernel memory: charged to the run's budget, not to any process's
+    size, so the kernel may pick a server's process instead of the run's when the budget runs
+    out (the test makes it the server's init). The run then reports ``memory``, not a kill."""
+    box = Sandbox(dataclasses.replace(LIMITS, memory_bytes=128 << 20, wall_time_s=20.0))
+    if not box.warm or not box.memory_bound.startswith("cgroup"):
+        pytest.skip("warm servers in a cgroup need root and a writable cgroup")
+    assert box.run("pass").ok
+    zygote = box._pool._idle[-1]
+    bwrap = zygote.process.pid
+    init = Path(f"/proc/{bwrap}/task/{bwrap}/children").read_text().split()[0]
+    Path(f"/proc/{init}/oom_score_adj").write_text("1000")
+    result = box.run(UNIX_HOLD)
+    assert result.status is ExecStatus.MEMORY, (result.status, result.message)
+    assert not zygote.alive() and box.run("print(3)").stdout == "3\n"
+
+
+def test_a_server_that_dies_with_the_request_is_replaced_and_the_run_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that takes a run's request and dies before the run's interpreter is ready has
+    run nothing: the run goes to a fresh server. (The test holds the run's process, which the
+    server made ahead, stopped, then kills the server.)"""
+    from arlarena_envs.tir_math import _warm
+
+    box = Sandbox(LIMITS)
+    if not box.warm:
+        pytest.skip("warm servers need root")
+    assert box.run("pass").ok
+    broken: list[_warm.Zygote] = []
+    request = _warm.Zygote.request
+
+    def break_the_first(zygote: _warm.Zygote, message: dict, fds: list[int]) -> None:
+        if not broken:
+            broken.append(zygote)
+            pid = zygote.process.pid  # bwrap, its init, the server, its init, the run's process
+            for _ in range(4):
+                children = Path(f"/proc/{pid}/task/{pid}/children")
+                deadline = time.monotonic() + 10  # the run's process: made after the last run
+                while not children.read_text() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                pid = int(children.read_text().split()[0])
+            os.kill(pid, signal.SIGSTOP)
+        request(zygote, message, fds)
+        if len(broken) == 1 and broken[0] is zygote:
+            os.killpg(zygote.process.pid, signal.SIGKILL)
+
+    monkeypatch.setattr(_warm.Zygote, "request", break_the_first)
+    result = box.run("print(6 * 7)")
+    assert result.ok and result.stdout == "42\n", result
+    assert len(broken) == 1 and not broken[0].alive()
+
+
+# -- the limits one by one (each test fails with its limit alone removed) -----------------------
+def test_the_default_limits_are_pinned() -> None:
+    assert dataclasses.asdict(SandboxLimits()) == {
+        "wall_time_s": 10.0, "cpu_time_s": 10, "memory_bytes": 1 << 30, "max_processes": 16,
+        "max_output_bytes": 64 << 10, "max_file_bytes": 16 << 20, "tmp_bytes": 64 << 20,
+        "max_open_files": 128, "max_code_bytes": 1 << 20, "max_answer_chars": 10_000,
+        "min_process_bytes": 256 << 20, "cpu_cores": 1.0,
+    }
+
+
+def test_a_busy_loop_hits_the_cpu_time_limit(sandbox: Sandbox) -> None:
+    """``RLIMIT_CPU``: the loop ends at 1 s of CPU time, long before the wall-time limit."""
+    box = Sandbox(dataclasses.replace(LIMITS, cpu_time_s=1, wall_time_s=30.0), warm=sandbox.warm)
+    result = box.run("while True:\n    pass")
+    assert result.status is ExecStatus.TIMEOUT and "CPU-time limit of 1 s" in result.message
+
+
+def test_a_file_stops_at_the_file_size_limit(sandbox: Sandbox) -> None:
+    """``RLIMIT_FSIZE``: a write stops at 1 MiB, the next fails (``EFBIG``), in a roomy ``/tmp``."""
+    box = Sandbox(dataclasses.replace(LIMITS, max_file_bytes=1 << 20), warm=sandbox.warm)
+    code = ("import os\nfd = os.open('/tmp/big', os.O_WRONLY | os.O_CREAT)\n"
+            "print(os.write(fd, bytes(2 << 20)))\ntry:\n    os.write(fd, b'0')\n"
+            "except OSError as error:\n    print(error.errno)")
+    result = box.run(code)
+    assert result.ok and result.stdout == f"{1 << 20}\n{errno.EFBIG}\n", result
+
+
+def test_open_files_stop_at_the_limit(sandbox: Sandbox) -> None:
+    """``RLIMIT_NOFILE``: descriptors 0 to 31 and no more (``EMFILE``)."""
+    box = Sandbox(dataclasses.replace(LIMITS, max_open_files=32), warm=sandbox.warm)
+    code = ("import os\nfds = []\ntry:\n    for _ in range(1000):\n"
+            "        fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+            "except OSError as error:\n    print(error.errno, max(fds) + 1)")
+    result = box.run(code)
+    assert result.ok and result.stdout == f"{errno.EMFILE} 32\n", result
 
 
 # -- set-up errors and modes --------------------------------------------------------------------
@@ -605,6 +945,70 @@ def test_unsafe_mode_warns_every_time_and_still_limits(
     assert first.run("bytearray(8 << 30)").status is ExecStatus.MEMORY
 
 
+def test_run_uids_are_no_host_users_or_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A uid the host's name services know (directory services allocate in the same range) or
+    one excluded (a warm server's own) is drawn again."""
+    import grp
+    import pwd
+
+    from arlarena_envs.tir_math import _uids
+
+    low = _uids.UID_RANGE[0]
+    user, group, server = low + 1, low + 2, low + 3
+    draws = iter([1, 2, 3, 4])  # what secrets.randbelow gives, one draw after the other
+    monkeypatch.setattr(_uids.secrets, "randbelow", lambda _: next(draws))
+    known_user, known_group = pwd.getpwuid(0), grp.getgrgid(0)  # stand-ins for a directory's
+
+    def getpwuid(uid: int) -> pwd.struct_passwd:
+        if uid == user:
+            return known_user
+        raise KeyError(uid)
+
+    def getgrgid(gid: int) -> grp.struct_group:
+        if gid == group:
+            return known_group
+        raise KeyError(gid)
+
+    monkeypatch.setattr(_uids.pwd, "getpwuid", getpwuid)
+    monkeypatch.setattr(_uids.grp, "getgrgid", getgrgid)
+    assert _uids.draw_uid(exclude={server}) == low + 4
+
+
+def test_stale_cgroups_are_swept_and_live_ones_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cgroups have random names (a run sees its own: nothing of the host in them); the empty
+    ones a dead process left are removed when the next process looks, those in use are not."""
+    from arlarena_envs.tir_math import _cgroup
+
+    found = _cgroup.find_cgroups()
+    if found is None:
+        pytest.skip("no writable cgroup")
+    scratch = f"tir-test-{uuid.uuid4().hex}"  # parents of this test's own: no one else's swept
+    own = _cgroup.Cgroups(found.version, found.memory_parent / scratch,
+                          found.pids_parent / scratch,
+                          found.cpu_parent / scratch if found.cpu_parent else None)
+    for parent in own.parents:
+        parent.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        limits = _cgroup.CgroupLimits(64 << 20, 64 << 20, 4, 1.0)
+        stale, live = own.create(limits), own.create(limits)
+        assert stale.memory.name != live.memory.name and str(os.getpid()) not in stale.memory.name
+        live.add(sleeper.pid)
+        own.sweep()  # both younger than a run's set-up: kept
+        assert all(d.exists() for d in stale.directories + live.directories)
+        monkeypatch.setattr(_cgroup, "_STALE_S", -1.0)
+        own.sweep()
+        assert not any(d.exists() for d in stale.directories)
+        assert all(d.exists() for d in live.directories)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for parent in own.parents:
+            for child in [c for c in parent.iterdir() if c.is_dir()]:
+                child.rmdir()
+            parent.rmdir()
+
+
 @pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/usr/bin/python3").exists() or not shutil.which("setpriv"),
     reason="needs root (to become another user) and a system python3",
@@ -612,7 +1016,7 @@ def test_unsafe_mode_warns_every_time_and_still_limits(
 def test_works_for_an_unprivileged_caller() -> None:
     """Run the sandbox module as an ordinary user with the system Python (one bwrap, no root).
 
-    The sandbox imports only the standard library, so its four modules are loaded from a
+    The sandbox imports only the standard library, so its modules are loaded from a
     world-readable copy, in a package skeleton of their own.
     """
     folder = Path(tempfile.mkdtemp(prefix="tir-probe-"))
@@ -621,8 +1025,9 @@ def test_works_for_an_unprivileged_caller() -> None:
     for directory in (folder, folder / "arlarena_envs", package):
         directory.chmod(0o755)
         (directory / "__init__.py").touch()
-    for name in ("sandbox.py", "_prelude.py", "_cgroup.py", "_warm.py"):
-        shutil.copy(PROJECT / "arlarena_envs/tir_math" / name, package / name)
+    for name in ("tir_math/sandbox.py", "tir_math/_prelude.py", "tir_math/_cgroup.py",
+                 "tir_math/_warm.py", "tir_math/_uids.py", "text_rule.py"):
+        shutil.copy(PROJECT / "arlarena_envs" / name, folder / "arlarena_envs" / name)
     for path in folder.rglob("*.py"):
         path.chmod(0o644)
     script = f"""
@@ -634,7 +1039,8 @@ runs = {{
     "answer": box.run("final_answer(6 * 7)").answer,
     "ls": box.run("import os; print(sorted(os.listdir('/')))").stdout,
     "write": box.run("open('/usr/x', 'w')").status.value,
-    "forks": box.run({FORK_LOOP!r}).stdout,
+    "forks": box.run({FORK_LOOP.replace("SECONDS", "30")!r}).stdout,
+    "keys": box.run({KEYS.replace("TOKEN", "tir-unprivileged")!r}).stdout.splitlines()[:3],
 }}
 print(json.dumps({{"root": box.is_root, **runs}}))
 """
@@ -650,4 +1056,5 @@ print(json.dumps({{"root": box.is_root, **runs}}))
     assert report["root"] is False and report["answer"] == "42"
     assert "work" not in report["ls"] and "root" not in report["ls"]
     assert report["write"] == "error" and int(report["forks"]) < 16
+    assert report["keys"] == ["add_key -1 1", "request_key -1 1", "keyctl -1 1"]
 

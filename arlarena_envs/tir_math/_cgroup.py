@@ -1,39 +1,46 @@
-"""Per-run cgroups for the sandbox: one memory and process budget for a run as a whole.
+"""Per-run cgroups for the sandbox: one memory, process and CPU budget for a run as a whole.
 
-Holds :func:`find_cgroups` (``-> Cgroups | None``), :class:`Cgroups` (``create(memory_bytes,
-max_processes) -> RunCgroup``) and :class:`RunCgroup` (``add(pid)``, ``set_limits``,
-``usage()``, ``oom_kills()`` / ``oom_killed()``, ``remove()``). A cold run has a cgroup of its
-own; a warm server has one for its life, which each of its runs enters by being forked there
-(no migration on a run's path: moving a task between cgroups waits for an RCU grace period,
-some 7 ms per hierarchy on an idle machine). Stale cgroups of dead processes are removed when
-the next process looks.
+Holds :func:`find_cgroups` (``-> Cgroups | None``), :class:`Cgroups` (``create(limits) ->
+RunCgroup``), :class:`CgroupLimits` and :class:`RunCgroup` (``add(pid)``, ``set_limits``,
+``usage()``, ``tasks()``, ``oom_kills()`` / ``oom_killed()``, ``remove()``). A cold run has a
+cgroup of its own; a warm server has one for its life, which each of its runs enters by being
+forked there (no migration on a run's path: moving a task between cgroups waits for an RCU
+grace period, some 7 ms per hierarchy on an idle machine). A cgroup's name is random (it shows
+in a run's ``/proc/self/cgroup``, so it holds nothing of the host); stale cgroups are removed
+when the next process looks.
 
 With cgroup v2, each run gets one directory under a parent that has the ``memory`` and ``pids``
-controllers enabled for its children: ``ARLARENA_SANDBOX_CGROUP`` if set (a delegated
-subtree), else this process's own cgroup where it may enable them (the root of a container's
-cgroup namespace, say). With cgroup v1, each run gets one directory in the memory hierarchy and
-one in the pids hierarchy, under this process's own cgroups there. A run's limits are
-``memory.max`` / ``memory.limit_in_bytes`` (swap off too), which charges every page of every
-process of the run, its ``/tmp`` included, and ``pids.max``. Nothing here runs unless the
-directories are writable; :func:`find_cgroups` returns ``None`` otherwise.
+controllers (and ``cpu`` where it can be had) enabled for its children:
+``ARLARENA_SANDBOX_CGROUP`` if set (a delegated subtree), else this process's own cgroup where
+it may enable them (the root of a container's cgroup namespace, say). With cgroup v1, each run
+gets one directory in the memory, the pids and (where writable) the cpu hierarchy, under this
+process's own cgroups there. A run's limits: ``memory.max`` / ``memory.limit_in_bytes`` (swap
+off too), which charges every page of every process of the run, its ``/tmp`` included; its
+socket buffers (TCP and UDP: v2 charges them to ``memory.max`` itself, v1 only to
+``memory.kmem.tcp.limit_in_bytes``, which is set to the same budget, since v1 charges nothing
+until it is); ``pids.max``; and a CPU quota (``cpu.max`` / ``cpu.cfs_quota_us``). Nothing here
+runs unless the directories are writable; :func:`find_cgroups` returns ``None`` otherwise.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
+import secrets
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CGROUP_ENV_VAR", "Cgroups", "RunCgroup", "find_cgroups"]
+__all__ = ["CGROUP_ENV_VAR", "CgroupLimits", "Cgroups", "RunCgroup", "find_cgroups"]
 
 CGROUP_ENV_VAR = "ARLARENA_SANDBOX_CGROUP"
 """A cgroup v2 directory whose children may use ``memory`` and ``pids`` (a delegated subtree)."""
 
-_COUNTER = itertools.count()
 _PREFIX = "arlarena-sandbox-"
+_STALE_S = 60.0
+"""How old an empty cgroup of this module must be before any process may remove it (younger,
+it may be one whose first process is being moved in)."""
+_CPU_PERIOD_US = 100_000
 
 
 def _write(path: Path, value: str) -> None:
@@ -82,16 +89,33 @@ def _inside(mount_root: str, mount_point: str, path: str) -> Path | None:
 
 
 @dataclass(frozen=True)
+class CgroupLimits:
+    """What one cgroup may hold: ``memory_bytes`` of memory, ``socket_bytes`` of socket buffers
+    (counted apart on v1 only), ``tasks`` processes and ``cpu_cores`` of CPU time per second."""
+
+    memory_bytes: int
+    socket_bytes: int
+    tasks: int
+    cpu_cores: float
+
+
+@dataclass(frozen=True)
 class RunCgroup:
-    """The cgroup directories of one run (one for v2, memory and pids for v1)."""
+    """The cgroup directories of one run (one for v2; memory, pids and cpu for v1; ``cpu`` is
+    ``None`` where no CPU quota can be set)."""
 
     version: int
     memory: Path
     pids: Path
+    cpu: Path | None = None
+
+    @property
+    def directories(self) -> list[Path]:
+        return list(dict.fromkeys(d for d in (self.memory, self.pids, self.cpu) if d))
 
     def add(self, pid: int) -> None:
         """Move process ``pid`` (not its existing children) into the run's cgroups."""
-        for directory in dict.fromkeys((self.memory, self.pids)):
+        for directory in self.directories:
             _write(directory / "cgroup.procs", str(pid))
 
     def oom_kills(self) -> int:
@@ -113,25 +137,39 @@ class RunCgroup:
         name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
         return int((self.memory / name).read_text())
 
-    def set_limits(self, memory_bytes: int, max_processes: int) -> None:
-        """Hold at most ``memory_bytes`` (swap off) and ``max_processes`` tasks."""
+    def tasks(self) -> int:
+        """The processes here now."""
+        return int((self.pids / "pids.current").read_text())
+
+    def set_limits(self, limits: CgroupLimits) -> None:
+        """Hold at most ``limits`` (swap off)."""
+        memory = str(limits.memory_bytes)
         if self.version == 2:
-            _write(self.memory / "memory.max", str(memory_bytes))
+            _write(self.memory / "memory.max", memory)
             if (self.memory / "memory.swap.max").exists():
                 _write(self.memory / "memory.swap.max", "0")
         else:  # v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every write
             files = ["memory.limit_in_bytes"]
             if (self.memory / "memory.memsw.limit_in_bytes").exists():
                 files.append("memory.memsw.limit_in_bytes")
-            if memory_bytes > int((self.memory / files[0]).read_text()):
+            if limits.memory_bytes > int((self.memory / files[0]).read_text()):
                 files.reverse()
             for name in files:
-                _write(self.memory / name, str(memory_bytes))
-        _write(self.pids / "pids.max", str(max_processes))
+                _write(self.memory / name, memory)
+            if (self.memory / "memory.kmem.tcp.limit_in_bytes").exists():
+                _write(self.memory / "memory.kmem.tcp.limit_in_bytes", str(limits.socket_bytes))
+        _write(self.pids / "pids.max", str(limits.tasks))
+        if self.cpu is not None:
+            quota = max(1000, round(limits.cpu_cores * _CPU_PERIOD_US))
+            if self.version == 2:
+                _write(self.cpu / "cpu.max", f"{quota} {_CPU_PERIOD_US}")
+            else:
+                _write(self.cpu / "cpu.cfs_period_us", str(_CPU_PERIOD_US))
+                _write(self.cpu / "cpu.cfs_quota_us", str(quota))
 
     def remove(self) -> None:
         """Kill whatever is left in the run's cgroups and delete them."""
-        directories = list(dict.fromkeys((self.memory, self.pids)))
+        directories = self.directories
         for directory in directories:
             if self.version == 2 and (directory / "cgroup.kill").exists():
                 _write(directory / "cgroup.kill", "1")
@@ -161,46 +199,62 @@ def _kill_members(directory: Path) -> None:
 
 @dataclass(frozen=True)
 class Cgroups:
-    """Where runs' cgroups are made (see the module docs)."""
+    """Where runs' cgroups are made (see the module docs); ``cpu_parent`` is ``None`` where no
+    CPU quota can be set."""
 
     version: int
     memory_parent: Path
     pids_parent: Path
+    cpu_parent: Path | None = None
 
     @property
     def description(self) -> str:
         if self.version == 2:
-            return f"cgroup v2 memory.max + pids.max under {self.memory_parent}"
-        return (f"cgroup v1 memory.limit_in_bytes under {self.memory_parent} + pids.max under "
-                f"{self.pids_parent}")
+            cpu = " + cpu.max" if self.cpu_parent else ""
+            return f"cgroup v2 memory.max + pids.max{cpu} under {self.memory_parent}"
+        cpu = f" + cpu.cfs_quota_us under {self.cpu_parent}" if self.cpu_parent else ""
+        tcp = "memory.kmem.tcp.limit_in_bytes"
+        sockets = f" + {tcp}" if (self.memory_parent / tcp).exists() else " (sockets unbounded)"
+        return (f"cgroup v1 memory.limit_in_bytes{sockets} under {self.memory_parent} + "
+                f"pids.max under {self.pids_parent}{cpu}")
+
+    @property
+    def parents(self) -> list[Path]:
+        return list(dict.fromkeys(p for p in (self.memory_parent, self.pids_parent,
+                                              self.cpu_parent) if p))
 
     def sweep(self) -> None:
-        """Remove the empty cgroups that runs of processes no longer alive left behind."""
-        for parent in dict.fromkeys((self.memory_parent, self.pids_parent)):
-            for directory in parent.glob(f"{_PREFIX}*-*"):
-                owner = directory.name[len(_PREFIX):].split("-")[0]
-                if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-                    try:
+        """Remove the cgroups that runs of processes no longer alive left behind: empty, and
+        older than a run's set-up (one in use refuses to go)."""
+        now = time.time()
+        for parent in self.parents:
+            for directory in parent.glob(f"{_PREFIX}*"):
+                try:
+                    if now - directory.stat().st_ctime > _STALE_S:
                         directory.rmdir()
-                    except OSError:
-                        pass
+                except OSError:
+                    pass
 
-    def create(self, memory_bytes: int, max_processes: int) -> RunCgroup:
-        """A fresh cgroup (pair) holding at most ``memory_bytes`` and ``max_processes`` tasks."""
-        name = f"{_PREFIX}{os.getpid()}-{next(_COUNTER)}"
-        memory, pids = self.memory_parent / name, self.pids_parent / name
-        run = RunCgroup(self.version, memory, pids)
+    def create(self, limits: CgroupLimits) -> RunCgroup:
+        """A fresh cgroup (one per hierarchy) holding at most ``limits``."""
+        name = f"{_PREFIX}{secrets.token_hex(8)}"
+        cpu = self.cpu_parent / name if self.cpu_parent else None
+        run = RunCgroup(self.version, self.memory_parent / name, self.pids_parent / name, cpu)
         try:
-            for directory in dict.fromkeys((memory, pids)):
+            for directory in run.directories:
                 directory.mkdir()
-            run.set_limits(memory_bytes, max_processes)
+            run.set_limits(limits)
         except BaseException:
             run.remove()
             raise
         return run
 
 
-def _v2_parent(mounts: list[tuple[str, str, str, set[str]]], own: dict[str, str]) -> Path | None:
+def _v2_parent(
+    mounts: list[tuple[str, str, str, set[str]]], own: dict[str, str]
+) -> tuple[Path, bool] | None:
+    """The v2 parent, with ``memory`` and ``pids`` enabled for its children, and whether
+    ``cpu`` is too."""
     configured = os.environ.get(CGROUP_ENV_VAR, "").strip()
     candidates = [Path(configured)] if configured else []
     if not configured and "" in own:
@@ -212,7 +266,12 @@ def _v2_parent(mounts: list[tuple[str, str, str, set[str]]], own: dict[str, str]
             enabled = set((parent / "cgroup.subtree_control").read_text().split())
             if not {"memory", "pids"} <= enabled:
                 _write(parent / "cgroup.subtree_control", "+memory +pids")
-            return parent
+            if "cpu" not in enabled:
+                try:
+                    _write(parent / "cgroup.subtree_control", "+cpu")
+                except OSError:
+                    return parent, False
+            return parent, True
         except OSError:
             continue
     return None
@@ -230,22 +289,26 @@ def _v1_parent(
 
 
 def find_cgroups() -> Cgroups | None:
-    """Where this process can make per-run cgroups with memory and pids limits, if anywhere.
+    """Where this process can make per-run cgroups with memory and pids limits (and a CPU quota
+    where it can), if anywhere.
 
     The answer is checked by making (and removing) one run's cgroups.
     """
     mounts, own = _mounts(), _own_paths()
     found: list[Cgroups] = []
-    if (parent := _v2_parent(mounts, own)) is not None:
-        found.append(Cgroups(2, parent, parent))
+    if (v2 := _v2_parent(mounts, own)) is not None:
+        parent, cpu = v2
+        found.append(Cgroups(2, parent, parent, parent if cpu else None))
     memory, pids = _v1_parent(mounts, own, "memory"), _v1_parent(mounts, own, "pids")
     if memory is not None and pids is not None:
-        found.append(Cgroups(1, memory, pids))
+        found.append(Cgroups(1, memory, pids, _v1_parent(mounts, own, "cpu")))
     for cgroups in found:
-        try:
-            cgroups.create(64 << 20, 4).remove()
-        except OSError:
-            continue
-        cgroups.sweep()
-        return cgroups
+        for each in (cgroups, Cgroups(cgroups.version, cgroups.memory_parent,
+                                      cgroups.pids_parent)):
+            try:
+                each.create(CgroupLimits(64 << 20, 64 << 20, 4, 1.0)).remove()
+            except OSError:
+                continue
+            each.sweep()
+            return each
     return None

@@ -10,17 +10,23 @@ longest answer, escaped to one line) to the answer fd and stops the program. A t
 only the model's own frames. Only ``os`` and ``resource`` are imported before the code runs, to
 keep the start cheap.
 
-**The warm server** (``-c PRELUDE serve CONTROL_FD PRELOAD PATH...``, as root only): it imports
-the ``PRELOAD`` modules (comma-separated, e.g. numpy and sympy), says ``ready`` on the control
-socket, then serves one execution at a time. A request carries the limits and, as file
-descriptors, the run's stdin, stdout, stderr and answer channel. The server forks (the child is
-in the server's cgroup, whose limits the host sets for the run), and the child does what one
-execution does, its random generators reseeded. When the child exits, or the host says
-``kill``, the server kills every other process of its pid namespace (``CAP_KILL``; bwrap's init
-and itself excepted), then, as the run's uid, deletes what the run left in ``/tmp`` and its
-System V IPC objects, and reports ``exit CODE``; ``exit CODE last`` if anything could not be
-removed, after which it exits. A run never shares a process, a file or an IPC object with the
-next one. End of file on the control socket ends the server.
+**The warm server** (``-c PRELUDE serve CONTROL_FD USERNS_FD TMP_BYTES PRELOAD PATH...``, as
+root only): it first joins the user namespace ``USERNS_FD`` (which the host made and owns, so
+its root needs no capability of the host's to join) and becomes its root: a host uid of its
+own, with capabilities over that namespace's objects only, and an empty bounding set. It
+imports the ``PRELOAD`` modules (comma-separated, e.g. numpy and sympy) and becomes, by a fork,
+the init of a pid namespace of its own, which says ``ready`` on the control socket and serves
+one execution at a time. Each run's process is made ahead: forked at a random pid (so that no
+run chooses the next one's), it takes mount, network, IPC and cgroup namespaces of its own (a
+``/tmp`` of ``TMP_BYTES``, its own loopback, up) and waits for its request. A request carries
+the limits and, as file descriptors, the run's stdin, stdout, stderr and answer channel; the
+server hands it over, and the run's process (in the server's cgroup, whose limits the host sets
+for the run) does what one execution does, its random generators reseeded. When it exits, or
+the host says ``kill``, the server kills and reaps every other process of its pid namespace (all
+the run's: they come to the init), and the run's namespaces go with them: its files, sockets,
+System V and POSIX IPC objects. The server reports ``exit CODE`` and makes the next run's
+process. It never reads what a run leaves (no file name, no IPC object), so nothing of a run is
+in the memory the next run is forked from. End of file on the control socket ends the server.
 
 Nothing here runs on import, so the module stays importable (and doctest-collectable) on the
 host.
@@ -42,10 +48,11 @@ class _FinalAnswer(BaseException):
 
 def main() -> None:
     if sys.argv[1] == "serve":
-        control_fd, preload = int(sys.argv[2]), [m for m in sys.argv[3].split(",") if m]
-        sys.path.extend(sys.argv[4:])
+        control_fd, userns_fd, tmp_bytes = map(int, sys.argv[2:5])
+        preload = [m for m in sys.argv[5].split(",") if m]
+        sys.path.extend(sys.argv[6:])
         del sys.argv[1:]
-        _serve(control_fd, preload)
+        _serve(control_fd, userns_fd, tmp_bytes, preload)
         return
     answer_fd, *config = map(int, sys.argv[1:9])
     sys.path.extend(sys.argv[9:])
@@ -120,12 +127,25 @@ def _print_traceback(error: BaseException, code: str) -> None:
 
 
 # -- the warm server ---------------------------------------------------------------------------
-def _serve(control_fd: int, preload: list[str]) -> None:
-    import gc
-    import json
-    import os
-    import socket
+_NEWNS, _NEWCGROUP, _NEWIPC, _NEWUSER, _NEWPID, _NEWNET = (
+    0x00020000, 0x02000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
+_PR_CAPBSET_DROP = 24
 
+
+def _serve(control_fd: int, userns_fd: int, tmp_bytes: int, preload: list[str]) -> None:
+    """Join the host's user namespace as its root, import ``preload`` and fork the server
+    proper, the init of a pid namespace of its own (see the module docs)."""
+    import gc
+    import os
+
+    _call("setns", userns_fd, _NEWUSER)  # the owner's uid: all capabilities, only there
+    os.close(userns_fd)
+    os.setresgid(0, 0, 0)
+    os.setgroups([])
+    os.setresuid(0, 0, 0)  # the namespace's root: a host uid of its own, no host privilege
+    for capability in range(int(open("/proc/sys/kernel/cap_last_cap").read()) + 1):
+        _call("prctl", _PR_CAPBSET_DROP, capability, 0, 0, 0)  # none to gain by exec, ever
     for name in preload:
         try:
             __import__(name)
@@ -133,7 +153,27 @@ def _serve(control_fd: int, preload: list[str]) -> None:
             pass
     gc.collect()
     gc.freeze()  # keep the preloaded objects out of every child's collections
+    _call("unshare", _NEWPID)
+    server = os.fork()
+    if server:  # this process waits for the server, which it cannot be, and ends with it
+        os.close(control_fd)
+        os.waitpid(server, 0)
+        os._exit(0)
+    _serve_runs(control_fd, tmp_bytes)
+
+
+def _serve_runs(control_fd: int, tmp_bytes: int) -> None:
+    """Serve runs one at a time, each made ready (:func:`_prepare`) while the server waits for
+    its request, so that a request costs neither a fork nor a namespace. The server is the
+    init of the runs' pid namespace: after each run it kills and reaps every process left."""
+    import fcntl  # noqa: F401  (what every run's process imports: imported once, here)
+    import json  # noqa: F401
+    import os
+    import socket
+
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
     control = socket.socket(fileno=control_fd)
+    run, channel = _prepare(control, tmp_bytes, pid_max)
     control.send(b"ready")
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the host stops reading the server's own streams once it is ready
@@ -141,40 +181,121 @@ def _serve(control_fd: int, preload: list[str]) -> None:
     os.close(null)
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(control, 4096, 5)
+            message, fds, _, _ = socket.recv_fds(control, 4096, 4)
         except OSError:
             break
         if not message:
             break
         if message == b"kill":  # for a run that ended as the host gave up on it: done already
             continue
-        request = json.loads(message)
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            _child(fds, request["limits"], request["relative_memory"])
+        socket.send_fds(channel, [message], fds)
+        channel.close()
         for fd in fds:
             os.close(fd)
-        status, hung_up = _watch(control, pid)
-        clean = _clear_run(request["limits"][0])
+        hung_up = _watch(control, run)
+        status = _end_run(run)
         if hung_up:
             break
         try:
-            control.send(b"exit %d%s" % (status, b"" if clean else b" last"))
+            control.send(b"exit %d" % status)
         except OSError:
             break
-        if not clean:
-            break
+        run, channel = _prepare(control, tmp_bytes, pid_max)
     os._exit(0)
 
 
-def _child(fds: list[int], config: list[int], relative_memory: bool) -> None:
-    """The forked execution: its streams in place, then the run."""
-    import fcntl
+def _prepare(control: object, tmp_bytes: int, pid_max: int) -> tuple[int, object]:
+    """The next run, made ahead: its process, at a random pid (so that no run chooses the
+    next one's), in namespaces of its own (:func:`_isolate`), waiting on the returned channel
+    for its request."""
     import os
+    import socket
+
+    # the server may: its user namespace owns the runs' pid namespace
+    with open("/proc/sys/kernel/ns_last_pid", "w") as last_pid:
+        last_pid.write(str(300 + int.from_bytes(os.urandom(4), "little") % (pid_max - 400)))
+    server_end, run_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    run = os.fork()
+    if run == 0:
+        control.close()  # type: ignore[attr-defined]
+        server_end.close()
+        _child(run_end, tmp_bytes)
+    run_end.close()
+    if server_end.recv(16) != b"prepared":
+        raise OSError("a run's namespaces could not be made (see the traceback above)")
+    return run, server_end
+
+
+def _watch(control: object, run: int) -> bool:
+    """Wait for the run's process to exit or for the host to say ``kill`` (or hang up, then
+    say so)."""
+    import os
+    import select
+    import signal
+
+    pidfd = os.pidfd_open(run)
+    try:
+        ready, _, _ = select.select([control, pidfd], [], [])
+        if pidfd in ready:
+            return False
+        hung_up = not control.recv(64)  # type: ignore[attr-defined]
+        os.kill(run, signal.SIGKILL)  # the host says kill, or hung up: either way the run ends
+        return hung_up
+    finally:
+        os.close(pidfd)
+
+
+def _end_run(run: int) -> int:
+    """Kill and reap every process of the runs' pid namespace but this server (its init: they
+    all come to it); the exit status of the run's process (``128 + n`` for signal ``n``)."""
+    import os
+    import signal
+
+    status = 128 + signal.SIGKILL
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # zombies count until reaped: one more round each
+        except ProcessLookupError:
+            return status
+        pid, wait_status = os.waitpid(-1, 0)
+        if pid == run:
+            code = os.waitstatus_to_exitcode(wait_status)
+            status = 128 - code if code < 0 else code
+
+
+_LIBC: list = []
+"""The C library, once a warm server has loaded it."""
+
+
+def _call(name: str, *args: object) -> None:
+    """Call the C library's ``name`` (setns, unshare, mount, prctl); ``OSError`` if it fails."""
+    import ctypes
+    import os
+
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    if getattr(_LIBC[0], name)(*args) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{name}: {os.strerror(number)}")
+
+
+def _child(channel: object, tmp_bytes: int) -> None:
+    """The run's process: namespaces of its own, then its request from ``channel``, its
+    streams in place, the run."""
+    import fcntl
+    import json
+    import os
+    import socket
 
     status = 1
     try:
+        _isolate(tmp_bytes)
+        channel.send(b"prepared")  # type: ignore[attr-defined]
+        message, fds, _, _ = socket.recv_fds(channel, 4096, 4)  # type: ignore[arg-type]
+        if not message:
+            os._exit(1)
+        channel.close()  # type: ignore[attr-defined]
+        request = json.loads(message)
         os.setsid()
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds]
         for fd, target in zip(high, (0, 1, 2, _ANSWER_FD), strict=True):
@@ -182,7 +303,7 @@ def _child(fds: list[int], config: list[int], relative_memory: bool) -> None:
         os.closerange(_ANSWER_FD + 1, 1 << 16)
         _reseed()
         try:
-            _execute(_ANSWER_FD, config, relative_memory)
+            _execute(_ANSWER_FD, request["limits"], request["relative_memory"])
             status = 0
         except SystemExit as stop:
             status = _exit_status(stop.code)
@@ -205,6 +326,26 @@ def _child(fds: list[int], config: list[int], relative_memory: bool) -> None:
         os._exit(status)
 
 
+def _isolate(tmp_bytes: int) -> None:
+    """Give this process (a run's first) mount, network, IPC and cgroup namespaces of its own:
+    a fresh ``/tmp`` of ``tmp_bytes``, its own loopback (up), no System V or POSIX IPC object of
+    anyone else, its cgroup as ``/``. All of it goes when the run's last process does."""
+    import fcntl
+    import os
+    import socket
+    import struct
+
+    _call("unshare", _NEWNS | _NEWNET | _NEWIPC | _NEWCGROUP)
+    _call("mount", None, b"/", None, _MS_REC | _MS_PRIVATE, None)
+    _call("mount", b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV,
+          f"size={tmp_bytes},mode=1777".encode())
+    os.chdir("/tmp")
+    with socket.socket() as probe:  # SIOCGIFFLAGS, SIOCSIFFLAGS: lo's flags, and IFF_UP
+        request = fcntl.ioctl(probe, 0x8913, struct.pack("16sh14x", b"lo", 0))
+        flags = struct.unpack("16sh14x", request)[1] | 1
+        fcntl.ioctl(probe, 0x8914, struct.pack("16sh14x", b"lo", flags))
+
+
 def _exit_status(code: object) -> int:
     """The exit status ``raise SystemExit(code)`` gives an interpreter."""
     if code is None:
@@ -223,115 +364,6 @@ def _reseed() -> None:
         target = getattr(module, attribute, None) if attribute else module
         if target is not None and hasattr(target, "seed"):
             target.seed()
-
-
-def _watch(control: object, pid: int) -> tuple[int, bool]:
-    """Wait for the child to exit or the host to say ``kill`` (or hang up); return the child's
-    exit status (``128 + n`` for signal ``n``) and whether the host hung up."""
-    import os
-    import select
-    import signal
-
-    pidfd = os.pidfd_open(pid)
-    hung_up = False
-    try:
-        ready, _, _ = select.select([control, pidfd], [], [])
-        if pidfd not in ready:  # the host says kill, or hung up: either way the run ends
-            hung_up = not control.recv(64)  # type: ignore[attr-defined]
-            os.kill(pid, signal.SIGKILL)
-    finally:
-        os.close(pidfd)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    return (128 - code if code < 0 else code), hung_up
-
-
-def _kill_others() -> bool:
-    """SIGKILL every process of this pid namespace but init and this one, until none is left
-    (zombies count until reaped: this process's children here, the others by bwrap's init)."""
-    import os
-    import signal
-    import time
-
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            return True
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-        time.sleep(0.0005)
-    return False
-
-
-def _clear_run(uid: int) -> bool:
-    """Kill what is left of the run, then, as its uid, delete its files in ``/tmp`` and its
-    System V IPC objects; whether nothing of it remains."""
-    import os
-
-    if not _kill_others():
-        return False
-    os.setresuid(-1, uid, -1)  # the run's files and IPC objects are its own to delete
-    try:
-        for entry in os.scandir("/tmp"):
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    _delete_tree(entry.path)
-                else:
-                    os.unlink(entry.path)
-            except (OSError, RecursionError):
-                pass
-        _remove_ipc()
-        return not os.listdir("/tmp") and not _ipc_objects()
-    except (OSError, RecursionError):
-        return False
-    finally:
-        os.setresuid(-1, 0, -1)
-
-
-def _delete_tree(top: str) -> None:
-    """Delete a directory tree, first opening every directory a run may have locked itself out
-    of (deep or odd trees fail; the caller then retires the server)."""
-    import os
-    import shutil
-
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        os.chmod(directory, 0o700)
-        with os.scandir(directory) as entries:
-            stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-    shutil.rmtree(top)
-
-
-_IPC = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
-
-
-def _ipc_objects() -> list[tuple[str, int]]:
-    """``(kind, id)`` of every System V IPC object of this IPC namespace."""
-    found = []
-    for kind, _ in _IPC:
-        with open(f"/proc/sysvipc/{kind}") as table:
-            rows = table.readlines()[1:]
-        found += [(kind, int(row.split()[1])) for row in rows if row.strip()]
-    return found
-
-
-def _remove_ipc() -> None:
-    objects = _ipc_objects()
-    if not objects:
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    control = dict(_IPC)
-    for kind, number in objects:  # IPC_RMID is 0; semctl takes a semaphore number first
-        args = (number, 0, 0) if kind == "sem" else (number, 0, None)
-        getattr(libc, control[kind])(*args)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 Holds :class:`Zygote` (one warm server: ``request``, ``kill_run``, ``read_exit``, ``close``) and
 :func:`pool` (the process-wide pool of idle servers for one set of bwrap options). The server
-side is :func:`arlarena_envs.tir_math._prelude._serve`, whose docstring gives the protocol.
+side is :func:`arlarena_envs.tir_math._prelude._serve` (the prelude's module docstring gives
+the protocol); every server joins this process's user namespace
+(:func:`arlarena_envs.tir_math._uids.user_namespace`).
 
 Servers are shared by every :class:`~arlarena_envs.tir_math.sandbox.Sandbox` of the process
 with the same layout, ``/tmp`` size and preload; the pool grows to the number of executions
@@ -30,7 +32,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from arlarena_envs.tir_math._cgroup import RunCgroup
+from arlarena_envs.tir_math._cgroup import CgroupLimits, RunCgroup
 
 __all__ = ["MAX_IDLE", "Zygote", "ZygoteError", "ZygotePool", "pool"]
 
@@ -60,7 +62,8 @@ class Zygote:
         self.control = control
         self.cgroup = cgroup
         self.last = False
-        self._limits: tuple[int, int] | None = None
+        self._limits: CgroupLimits | None = None
+        self._oom_kills_at_close: int | None = None
         _ALL.add(self)
         try:  # bwrap's --die-with-parent follows the thread that starts it: a lasting one
             self.process = _SPAWNER.submit(
@@ -83,17 +86,23 @@ class Zygote:
             raise ZygoteError(f"the warm sandbox failed to start: {error or 'no reply'}")
         self.process.stderr.close()
         self.baseline = cgroup.usage() if cgroup is not None else 0
+        # the server's processes, not the next run's, made ahead: that one is the run's own
+        self.base_tasks = cgroup.tasks() - 1 if cgroup is not None else 0
 
-    def bound(self, memory_bytes: int, max_processes: int) -> None:
-        """Limit the next run to ``memory_bytes`` beyond what the server holds and
-        ``max_processes`` beside the server's two (bwrap's init and the server)."""
-        limits = (self.baseline + memory_bytes, max_processes + 2)
+    def bound(self, memory_bytes: int, max_processes: int, cpu_cores: float) -> None:
+        """Limit the next run to ``memory_bytes`` beyond what the server holds (and as much of
+        socket buffers), ``max_processes`` beside the server's own, and ``cpu_cores``."""
+        limits = CgroupLimits(self.baseline + memory_bytes, memory_bytes,
+                              self.base_tasks + max_processes, cpu_cores)
         if self.cgroup is not None and limits != self._limits:
-            self.cgroup.set_limits(*limits)
+            self.cgroup.set_limits(limits)
             self._limits = limits
 
     def oom_kills(self) -> int:
-        """Processes of this server's cgroup killed so far for going over its memory."""
+        """Processes of this server's cgroup killed so far for going over its memory (counted
+        until the server ends, also when the kernel's choice was one of the server's own)."""
+        if self._oom_kills_at_close is not None:
+            return self._oom_kills_at_close
         return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
     def alive(self) -> bool:
@@ -117,9 +126,7 @@ class Zygote:
         if not message.startswith(b"exit "):
             self.last = True
             return None
-        fields = message.split()
-        self.last = self.last or fields[2:] == [b"last"]
-        return int(fields[1])
+        return int(message.split()[1])
 
     def kill_run(self) -> int | None:
         """End the running execution; its exit status, or ``None`` (the server is then ended)."""
@@ -146,7 +153,8 @@ class Zygote:
             self.process.wait()
         if self.process.stderr and not self.process.stderr.closed:
             self.process.stderr.close()
-        if self.cgroup is not None:
+        if self.cgroup is not None and self._oom_kills_at_close is None:
+            self._oom_kills_at_close = self.cgroup.oom_kills()  # read before the cgroup goes
             self.cgroup.remove()
 
     def _receive(self, timeout: float) -> bytes | None:

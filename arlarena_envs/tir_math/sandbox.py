@@ -4,26 +4,31 @@ in a bubblewrap namespace of its own or forked by a warm server.
 Holds :class:`Sandbox` (``run(code) -> ExecResult``), :class:`SandboxLimits`,
 :class:`ExecResult`, :class:`ExecStatus`, the errors :class:`SandboxUnavailable` /
 :class:`SandboxError`, :data:`UNSAFE_ENV_VAR`, :data:`MAX_ANSWER_CHARS`, :data:`PRELOAD` and
-:func:`truncate_middle`.
+:func:`truncate_middle`. Every string of an :class:`ExecResult` follows the one text rule
+(:mod:`arlarena_envs.text_rule`): it encodes as UTF-8 and lies in an env's observation space.
 
-Every execution runs in new pid, network, ipc, uts and cgroup namespaces. The network namespace
-has one interface, its own loopback: bubblewrap brings it up, so the program's processes may
+Every execution runs in new network, ipc, mount and cgroup namespaces, and in a pid namespace
+where nothing runs but it (and, warm, its server). The network namespace has one interface,
+its own loopback: bubblewrap (warm, the run's process) brings it up, so the program's processes may
 talk to each other over 127.0.0.1, but nothing outside the namespace (the host's loopback
 included) is reachable. The root is read-only and holds only ``/usr`` (and the ``/bin``,
 ``/lib`` links), the Python installation and the current environment's site-packages (mounted
 read-only under ``/opt/arlarena``, so numpy and sympy import), a fresh ``/proc``, a minimal
 ``/dev`` and a size-capped private tmpfs ``/tmp`` (the working and home directory). The
 project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The code runs as an
-unprivileged uid, without capabilities, that may not create user namespaces, with limits on
-CPU time, processes, file size and open files; the host enforces wall time and the
-size of everything the program sends back (stdout, stderr, the answer channel), and kills the
-whole pid namespace when the program ends or overruns, so no process outlives its execution.
+unprivileged uid, without capabilities, that may not create user namespaces nor use the
+kernel's keyrings (``/proc/keys`` reads empty), with limits on CPU time, processes, file size
+and open files; the host enforces wall time and the
+size of everything the program sends back (stdout, stderr, the answer channel), and every
+process of the execution is killed when the program ends or overruns, so none outlives it.
 
-Memory is bounded for the run as a whole (every process, and ``/tmp``): by a cgroup of the run
-(``memory.max`` or v1's ``memory.limit_in_bytes``, and ``pids.max``) where this process can
-make one (see :mod:`arlarena_envs.tir_math._cgroup`); elsewhere by address-space limits per
-process whose product over the allowed processes stays within the budget
-(:attr:`Sandbox.memory_bound` says which one applies).
+Memory is bounded for the run as a whole (every process, ``/tmp`` and socket buffers): by a
+cgroup of the run (``memory.max``, or v1's ``memory.limit_in_bytes`` with
+``memory.kmem.tcp.limit_in_bytes``, and ``pids.max``), which also gives the run a CPU quota
+(``cpu.max`` / ``cpu.cfs_quota_us``), where this process can make one (see
+:mod:`arlarena_envs.tir_math._cgroup`); elsewhere by address-space limits per process whose
+product over the allowed processes stays within the budget (:attr:`Sandbox.memory_bound` and
+:attr:`Sandbox.cpu_bound` say which bounds apply).
 
 One bwrap starts each execution. As root, it sets up the namespaces and mounts with its
 privileges and starts the interpreter with only ``CAP_SETUID``/``CAP_SETGID``, which the
@@ -37,20 +42,24 @@ encodes with ``backslashreplace``, so printing a lone surrogate shows ``\\ud800`
 failing.
 
 **Warm servers** (as root, the default): instead of one bwrap per execution, a process-wide
-pool of warm servers (:mod:`arlarena_envs.tir_math._warm`), each a bwrap set up as above whose
-interpreter has imported :data:`PRELOAD` (where a cgroup bounds runs' memory) and forks one
-execution at a time, in the server's own cgroup, whose limits the host sets to the run's
-budget on top of what the server holds once ready (a run never migrates between cgroups: that
-waits for an RCU grace period, 7 ms or more on an idle machine). The child becomes a fresh
-random uid and applies the same limits (its address-space cap counting from what the server
-already maps), with its random generators reseeded. When it ends, the server (which keeps
-``CAP_KILL``) kills every other process of the namespace, deletes the run's files in ``/tmp``
-and its System V IPC objects as the run's uid, and retires if anything is left. A run cannot
-signal, trace or read the server (another uid) and never sees the code or output of another run:
-those travel on the run's own pipes, which the server only hands over. Runs then cost a fork,
-not a bwrap and an interpreter start (see ``bench/tir_sandbox.py``); ``warm=False`` gives the
-cold path, and an unprivileged caller always has it (bwrap's user namespace maps one uid, so
-runs could not be told apart from their server).
+pool of warm servers (:mod:`arlarena_envs.tir_math._warm`), each a bwrap set up as above but
+without any capability, whose interpreter joins a user namespace the host made (its root is a
+host uid of its own, with capabilities over nothing of the host's: :mod:`._uids`), imports
+:data:`PRELOAD` (where a cgroup bounds runs' memory) and serves one execution at a time, in the
+server's own cgroup, whose limits the host sets to the run's budget on top of what the server
+holds once ready (a run never migrates between cgroups: that waits for an RCU grace period, 7
+ms or more on an idle machine). Each run's process is forked ahead, at a random pid, and takes
+mount, network, IPC and cgroup namespaces of its own (a fresh ``/tmp`` and loopback) before its
+request comes; it then becomes a fresh random uid and applies the same limits (its
+address-space cap counting from what the server already maps), with its random generators
+reseeded. When it ends, the server (the init of the runs' pid namespace) kills and reaps every
+process left, and the run's namespaces go with them: the server never touches what a run
+leaves. A run cannot signal, trace or read the server (another uid) and never sees the code or
+output of another run: those travel on the run's own pipes, which the server only hands over.
+Runs then cost a fork, not a bwrap and an interpreter start (see ``bench/tir_sandbox.py``);
+``warm=False`` gives the cold path, and an unprivileged caller always has it (bwrap's user
+namespace maps one uid, so runs could not be told apart from their server), as does a host
+where no user namespace can be made.
 
 Without ``bwrap`` the sandbox refuses to start unless the caller opts in to running code with
 resource limits only (``unsafe=True`` or ``ARLARENA_UNSAFE_SANDBOX=1``), which is logged as a
@@ -64,7 +73,6 @@ import json
 import logging
 import os
 import platform
-import secrets
 import select
 import selectors
 import shutil
@@ -82,7 +90,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from arlarena_envs.tir_math._cgroup import RunCgroup, find_cgroups
+from arlarena_envs.text_rule import MAX_OBS_CHARS, clean_text, truncate_middle
+from arlarena_envs.tir_math._cgroup import CgroupLimits, RunCgroup, find_cgroups
+from arlarena_envs.tir_math._uids import UserNamespace, draw_uid, user_namespace
 from arlarena_envs.tir_math._warm import Zygote, ZygoteError, ZygotePool, pool
 
 __all__ = [
@@ -109,41 +119,56 @@ MAX_ANSWER_CHARS = 10_000
 _INSIDE = "/opt/arlarena"
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
-_UID_RANGE = (1_000_000, 1_000_000_000)
 _PRELUDE = (Path(__file__).with_name("_prelude.py")).read_text(encoding="utf-8")
 PRELOAD = ("numpy", "sympy")
 """What a warm server imports before it forks runs (the TIR tool's usual imports)."""
 
 
 def _seccomp_program(machine: str) -> bytes | None:
-    """A seccomp filter that refuses new user namespaces (bwrap's ``--seccomp`` format).
+    """A seccomp filter (bwrap's ``--seccomp`` format) that refuses new user namespaces and the
+    kernel's keyrings.
 
     ``unshare`` and ``clone`` with ``CLONE_NEWUSER`` fail with EPERM; ``clone3``, whose flags
     a filter cannot read, fails with ENOSYS, so libc falls back to ``clone``; so do calls of
-    another ABI (i386, x32), which could otherwise dodge the checks. ``None`` on other machines.
+    another ABI (i386, x32), which could otherwise dodge the checks. ``add_key``,
+    ``request_key`` and ``keyctl`` fail with EPERM: a key outlives its run in the host kernel
+    (under a fresh quota for each run's fresh uid, so without bound), where the next run could
+    read it, and the session keyring a process inherits is the host's. ``None`` on other
+    machines.
     """
-    numbers = {"x86_64": (0xC000003E, 272, 56), "aarch64": (0xC00000B7, 97, 220)}
+    numbers = {"x86_64": (0xC000003E, 272, 56, (248, 249, 250)),
+               "aarch64": (0xC00000B7, 97, 220, (217, 218, 219))}
     if machine not in numbers:
         return None
-    arch, unshare, clone = numbers[machine]
+    arch, unshare, clone, keyrings = numbers[machine]
     load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, errno = 0x7FFF0000, 0x00050000
-    program = [
+    program: list[tuple[int, int | str, int | str, int] | str] = [
         (load, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 1, 0, arch),
-        (ret, 0, 0, errno | 38),
+        (jeq, 0, "nosys", arch),
         (load, 0, 0, 0),  # seccomp_data.nr
-        (jge, 6, 0, 0x40000000),  # the x32 ABI
-        (jeq, 5, 0, 435),  # clone3
-        (jeq, 1, 0, unshare),
-        (jeq, 0, 2, clone),
-        (load, 0, 0, 16),  # the low half of args[0]: the flags
-        (jset, 2, 0, 0x10000000),  # CLONE_NEWUSER
-        (ret, 0, 0, allow),
-        (ret, 0, 0, errno | 38),
-        (ret, 0, 0, errno | 1),
+        (jge, "nosys", 0, 0x40000000),  # the x32 ABI
+        (jeq, "nosys", 0, 435),  # clone3
+        *((jeq, "refuse", 0, number) for number in keyrings),
+        (jeq, "flags", 0, unshare),
+        (jeq, "flags", "allow", clone),
+        "flags", (load, 0, 0, 16),  # the low half of args[0]: the flags
+        (jset, "refuse", "allow", 0x10000000),  # CLONE_NEWUSER
+        "allow", (ret, 0, 0, 0x7FFF0000),
+        "nosys", (ret, 0, 0, 0x00050000 | 38),
+        "refuse", (ret, 0, 0, 0x00050000 | 1),
     ]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+    steps, where = [], {}  # the instructions, and where each label's instruction is
+    for step in program:
+        if isinstance(step, str):
+            where[step] = len(steps)
+        else:
+            steps.append(step)
+
+    def offset(target: int | str, index: int) -> int:  # a jump: how many instructions it skips
+        return target if isinstance(target, int) else where[target] - index - 1
+
+    return b"".join(struct.pack("=HBBI", code, offset(true, i), offset(false, i), k)
+                    for i, (code, true, false, k) in enumerate(steps))
 
 
 _SECCOMP = _seccomp_program(platform.machine())
@@ -245,12 +270,15 @@ class SandboxLimits:
     """Resource limits of one execution.
 
     ``memory_bytes`` bounds the run as a whole: under a cgroup, every page of every process
-    and of ``/tmp``, with each process also capped at ``memory_bytes`` of address space so that
-    one huge allocation is a ``MemoryError``; without one, each process gets an address-space
-    cap of ``memory_bytes / n`` and at most ``n`` processes run, ``n`` being
+    and of ``/tmp`` and its socket buffers (cgroup v1 counts these apart, against a second
+    budget of the same size), with each process also capped at ``memory_bytes`` of address
+    space so that one huge allocation is a ``MemoryError``; without one, each process gets an
+    address-space cap of ``memory_bytes / n`` and at most ``n`` processes run, ``n`` being
     ``max_processes`` or fewer, so that no process has less than ``min_process_bytes``.
-    ``max_answer_chars`` caps an answer however it arrives (``final_answer`` or a line written
-    straight to the answer channel), and the channel carries at most one such answer.
+    ``cpu_cores`` is the run's CPU quota as a whole (a cgroup's, where one can be made), on top
+    of ``cpu_time_s`` per process. ``max_answer_chars`` caps an answer however it arrives
+    (``final_answer`` or a line written straight to the answer channel), and the channel
+    carries at most one such answer.
     """
 
     wall_time_s: float = 10.0
@@ -264,6 +292,7 @@ class SandboxLimits:
     max_code_bytes: int = 1 << 20
     max_answer_chars: int = MAX_ANSWER_CHARS
     min_process_bytes: int = 256 << 20
+    cpu_cores: float = 1.0
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -284,6 +313,7 @@ class ExecResult:
         status: how it ended.
         stdout, stderr: what it printed (decoded, cut at the output allowance with a marker).
         answer: the last value passed to ``final_answer``, or ``None``.
+        (These and ``message`` follow the one text rule: see :meth:`__post_init__`.)
         exit_code: the exit status (``128 + n`` for signal ``n``), ``None`` if killed by the host.
         wall_time_s: seconds from start to end, sandbox set-up included.
         truncated: whether output was cut.
@@ -299,6 +329,15 @@ class ExecResult:
     truncated: bool = False
     message: str = ""
 
+    def __post_init__(self) -> None:
+        """Every string the sandbox hands out follows the one text rule
+        (:func:`~arlarena_envs.text_rule.clean_text`): it encodes as UTF-8 and lies in an env's
+        observation space (controls escaped, lone surrogates U+FFFD, at most
+        :data:`~arlarena_envs.text_rule.MAX_OBS_CHARS` characters)."""
+        for name in ("stdout", "stderr", "answer", "message"):
+            if (value := getattr(self, name)) is not None:
+                object.__setattr__(self, name, clean_text(value, MAX_OBS_CHARS))
+
     @property
     def ok(self) -> bool:
         return self.status is ExecStatus.OK
@@ -311,21 +350,6 @@ class ExecResult:
         if self.message:
             parts.append(self.message)
         return truncate_middle("\n".join(parts), max_chars)
-
-
-def truncate_middle(text: str, max_chars: int) -> str:
-    """Cut ``text`` to at most ``max_chars`` characters, keeping its head and tail.
-
-    >>> short = truncate_middle("0123456789" * 20, 60)
-    >>> len(short) <= 60, short[:4], short[-4:], "characters cut" in short
-    (True, '0123', '6789', True)
-    """
-    if len(text) <= max_chars:
-        return text
-    marker = "\n[... {} characters cut ...]\n"
-    room = max(max_chars - len(marker.format(len(text))), 0)
-    head, tail = room // 2, room - room // 2
-    return text[:head] + marker.format(len(text) - head - tail) + (text[-tail:] if tail else "")
 
 
 @dataclass(frozen=True)
@@ -502,7 +526,13 @@ class Sandbox:
             self._process_bytes = limits.memory_bytes // self._processes
         self._pool: ZygotePool | None = None
         self._preload: tuple[str, ...] = ()
+        self._userns: UserNamespace | None = None
         if warm and self.is_root and not self.unsafe:
+            try:
+                self._userns = user_namespace()
+            except OSError as error:
+                logger.warning("no warm sandbox servers (%s): every run is cold", error)
+        if self._userns is not None:
             self._preload = tuple(preload) if self._cgroups is not None else ()
             key = (tuple(self._mount_args()), self._layout.python, self._layout.sys_path,
                    self._preload)
@@ -510,7 +540,8 @@ class Sandbox:
 
     @property
     def warm(self) -> bool:
-        """Whether runs fork from warm servers (root, not unsafe, ``warm=True``)."""
+        """Whether runs fork from warm servers (root, not unsafe, ``warm=True``, a user
+        namespace to be had)."""
         return self._pool is not None
 
     @property
@@ -518,11 +549,21 @@ class Sandbox:
         """What bounds a run's memory and processes on this machine, in words."""
         limits = self.limits
         if self._cgroups is not None:
-            return (f"{self._cgroups.description}: {limits.memory_bytes >> 20} MiB and "
-                    f"{limits.max_processes} tasks per run, /tmp included")
+            return (f"{self._cgroups.description}: {limits.memory_bytes >> 20} MiB (and as much "
+                    f"of socket buffers) and {limits.max_processes} tasks per run, /tmp included")
         return (f"rlimits: RLIMIT_AS {self._process_bytes >> 20} MiB x RLIMIT_NPROC "
                 f"{self._processes} processes = {limits.memory_bytes >> 20} MiB per run, plus "
                 f"{limits.tmp_bytes >> 20} MiB of /tmp (no writable cgroup)")
+
+    @property
+    def cpu_bound(self) -> str:
+        """What bounds a run's CPU time on this machine, in words."""
+        per_process = f"RLIMIT_CPU {self.limits.cpu_time_s} s per process"
+        if self._cgroups is not None and self._cgroups.cpu_parent is not None:
+            name = "cpu.max" if self._cgroups.version == 2 else "cpu.cfs_quota_us"
+            return (f"cgroup v{self._cgroups.version} {name}: {self.limits.cpu_cores:g} cores per "
+                    f"run, and {per_process}")
+        return f"{per_process} (no writable cgroup cpu controller)"
 
     # -- command lines -------------------------------------------------------------------------
     def _mount_args(self) -> list[str]:
@@ -563,24 +604,29 @@ class Sandbox:
         become (0: stay).
 
         As root, bwrap keeps only ``CAP_SETUID``/``CAP_SETGID`` for the interpreter, which drops
-        to a fresh random uid before it does anything else, and a seccomp filter refuses new
-        user namespaces; as any other user, bwrap makes the user namespace itself and
-        ``--disable-userns`` refuses nested ones. With a cgroup, bwrap reports its child's pid
-        (``--info-fd``) and waits (``--block-fd``) until the host has moved that child into the
-        cgroup, so that every process of the sandbox starts in it. A warm server also keeps
-        ``CAP_KILL`` (it ends each run's processes).
+        to a fresh random uid before it does anything else (a warm server keeps no capability:
+        it joins a user namespace the host owns, see :mod:`._uids`); as any other user, bwrap
+        makes the user namespace itself and ``--disable-userns`` refuses nested ones. Either
+        way a seccomp filter refuses new user namespaces and the keyrings (on other machines
+        than x86_64 and aarch64, as another user, ``--disable-userns`` alone), and
+        ``/proc/keys`` and ``/proc/key-users`` read empty. With a cgroup, bwrap reports its
+        child's pid (``--info-fd``) and waits (``--block-fd``) until the host has moved that
+        child into the cgroup, so that every process of the sandbox starts in it.
         """
         options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
             *self._mount_args(),
         ]
+        for path in ("/proc/keys", "/proc/key-users"):
+            options += ["--perms", "0444", "--ro-bind-data", str(fds.holding(b"")), path]
         uid = 0
+        if _SECCOMP is not None:
+            options += ["--seccomp", str(fds.holding(_SECCOMP))]
         if self.is_root:
-            uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
-            caps = ["CAP_SETUID", "CAP_SETGID", *(["CAP_KILL"] if warm else [])]
-            options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap)),
-                        "--seccomp", str(fds.holding(_SECCOMP or b""))]
+            caps = [] if warm else ["CAP_SETUID", "CAP_SETGID"]
+            uid = 0 if warm else draw_uid()
+            options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap))]
         else:
             options = ["--unshare-user", "--disable-userns", *options]
         if cgroup is not None:
@@ -603,12 +649,16 @@ class Sandbox:
         control, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cgroup = None
         try:
-            if self._cgroups is not None:
-                cgroup = self._cgroups.create(self.limits.memory_bytes + (256 << 20),
-                                              self.limits.max_processes + 2)
+            limits = self.limits
+            if self._cgroups is not None:  # room for the imports; each run sets its own
+                cgroup = self._cgroups.create(CgroupLimits(
+                    limits.memory_bytes + (256 << 20), limits.memory_bytes,
+                    limits.max_processes + 4, limits.cpu_cores))
             options, _ = self._options(fds, cgroup, warm=True)
+            assert self._userns is not None
             python = [self._layout.python, "-S", "-P", "-u", "-B", "-c", _PRELUDE, "serve",
-                      str(child_end.fileno()), ",".join(self._preload), *self._layout.sys_path]
+                      str(child_end.fileno()), str(self._userns.fd), str(limits.tmp_bytes),
+                      ",".join(self._preload), *self._layout.sys_path]
             argv = self._bwrap_argv(fds, options, python)
 
             def admit() -> None:
@@ -617,7 +667,7 @@ class Sandbox:
                     info = _read_to_end(fds.info, 30.0)
                     self._enter_cgroup(cgroup, _child_pid(info), fds)
 
-            return Zygote(argv, fds.child, control, child_end, admit, cgroup)
+            return Zygote(argv, [*fds.child, self._userns.fd], control, child_end, admit, cgroup)
         except ZygoteError as error:
             raise SandboxError(str(error)) from None
         except BaseException:
@@ -647,8 +697,10 @@ class Sandbox:
         cgroup = None
         if self._cgroups is not None:
             monitor = 0 if self.unsafe else 1  # bwrap's pid 1 shares the run's cgroup
-            cgroup = self._cgroups.create(
-                self.limits.memory_bytes, self.limits.max_processes + monitor)
+            limits = self.limits
+            cgroup = self._cgroups.create(CgroupLimits(
+                limits.memory_bytes, limits.memory_bytes, limits.max_processes + monitor,
+                limits.cpu_cores))
         try:
             return self._run_cold(data, cgroup)
         finally:
@@ -715,7 +767,8 @@ class Sandbox:
         zygote = None
         try:
             ends = fds.streams()
-            uid = _UID_RANGE[0] + secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0])
+            assert self._userns is not None
+            uid = draw_uid(exclude={self._userns.root})
             request = {"limits": self._limits_args(uid), "relative_memory": bool(self._preload)}
             start = time.monotonic()
             zygote, kills = self._request(request, list(ends))
@@ -744,7 +797,8 @@ class Sandbox:
         assert self._pool is not None
         zygote = self._pool.acquire()
         try:
-            zygote.bound(self.limits.memory_bytes, self.limits.max_processes)
+            zygote.bound(self.limits.memory_bytes, self.limits.max_processes,
+                         self.limits.cpu_cores)
             kills = zygote.oom_kills()
             zygote.request(request, fds)
         except (ZygoteError, OSError) as error:
@@ -848,7 +902,7 @@ class Sandbox:
                     answer = line[len(b"answer "):].decode("unicode_escape")
                 except UnicodeDecodeError:
                     continue
-        return None if answer is None else answer[: self.limits.max_answer_chars]
+        return None if answer is None else clean_text(answer)[: self.limits.max_answer_chars]
 
     def _result(
         self, code: int | None, stopped: ExecStatus | None, stdout_b: bytearray,
