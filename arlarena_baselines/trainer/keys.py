@@ -21,6 +21,7 @@ __all__ = [
     "MACHINE_PREFIXES",
     "RESPONSE_LENGTH",
     "RETURN",
+    "ROLLOUT_ENTROPY",
     "ROUNDS",
     "SAMPLES",
     "SCORE",
@@ -43,6 +44,9 @@ SCORE = "rollout/score"
 RETURN = "rollout/return"
 TURNS = "rollout/turns"
 RESPONSE_LENGTH = "rollout/response_length"
+ROLLOUT_ENTROPY = "rollout/entropy"
+"""The training rollouts' mean token entropy under π_old at the training temperature (the
+sampler's, or the scoring pass's)."""
 ROUNDS = "rollout/gen_rounds"
 KEPT_GROUPS = "rollout/kept_groups"
 SAMPLES = "rollout/step_samples"

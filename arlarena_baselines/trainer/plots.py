@@ -32,7 +32,8 @@ _RL_CURVES: list[Panel] = [
     ("episode return", [(keys.RETURN, "train rollouts"), ("eval/return", "held-out")]),
     ("response length (tokens)", [(keys.RESPONSE_LENGTH, "train rollouts"),
                                   ("eval/response_length", "held-out")]),
-    ("entropy", [(mn.ENTROPY, "token entropy, train rollouts")]),
+    ("entropy", [(keys.ROLLOUT_ENTROPY, "π_old, train rollouts"),
+                 (mn.ENTROPY, "update (−log π of the tokens where not trained)")]),
 ]
 _SFT_CURVES: list[Panel] = [
     ("SFT loss (response tokens)", [(keys.SFT_LOSS, "cross-entropy")]),

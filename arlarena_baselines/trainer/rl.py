@@ -172,6 +172,7 @@ class RLTrainer:
         rollout_s = time.perf_counter() - start
         metrics = keys.rollout_metrics(seen) | sampler.metrics()
         metrics |= {
+            keys.ROLLOUT_ENTROPY: float(np.mean([s.entropy for s in seen.samples] or [0.0])),
             keys.ROUNDS: float(sampler.rounds),
             keys.KEPT_GROUPS: float(sampler.kept_groups),
             keys.SAMPLES: float(len(batch)),
