@@ -18,8 +18,8 @@ from arlarena_baselines.rollout.envs import (  # noqa: E402
     EnvFactory,
     EnvWorkerError,
     InProcessEnvPool,
-    make_env_pool,
 )
+from arlarena_baselines.rollout.pools import make_env_pool  # noqa: E402
 from arlarena_baselines.rollout.ray_pool import RayEnvPool  # noqa: E402
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides  # noqa: E402
 from wrappers.format import format_response  # noqa: E402
