@@ -1,19 +1,18 @@
 """Periodic evaluation on held-out env seeds with the study's evaluation sampling.
 
-Holds :func:`eval_config` (the held-out tasks as an evaluation), :func:`heldout_rollout` (the
-episodes themselves, for analyses such as ``scripts/sokoban_failures.py``, and optionally their
-results file) and :func:`evaluate_policy` (their metrics). Task ``i`` uses env seed
-``eval.seed + i`` (far from the training seeds) and ``eval.reset_options`` (by default the
-rollout's), one rollout each, sampled with
-:func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the env by
-default). Every episode samples from its own random stream,
-so two checkpoints evaluated with the same config play the same episodes up to their own
-choices: their results compare task by task (:mod:`arlarena_baselines.evaluation.paired`).
-The episodes are played by the one episode loop (:mod:`arlarena_baselines.rollout.episodes`)
-into step samples and, with a results file, into the records ``arlarena eval`` writes
+Holds :func:`heldout_rollout` (the episodes themselves, for analyses such as
+``scripts/sokoban_failures.py``, and optionally their results file) and
+:func:`evaluate_policy` (their metrics). Task ``i`` uses env seed ``eval.seed + i`` (far from
+the training seeds) and ``eval.reset_options`` (by default the rollout's), one rollout each,
+sampled with :func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the
+env by default). Every episode samples from its own random stream, so two checkpoints
+evaluated with the same config play the same episodes up to their own choices: their results
+compare task by task (:mod:`arlarena_baselines.evaluation.paired`). The one episode loop
+(:mod:`arlarena_baselines.rollout.episodes`) plays them into step samples and, given a results
+file, into the records ``arlarena eval`` writes
 (:class:`~arlarena_baselines.evaluation.runner.ResultsLog`), which ``arlarena report`` and
-``arlarena analyze`` read: the trainer writes one per evaluation, ``heldout/<phase>_step<N>.jsonl``
-in the run folder.
+``arlarena analyze`` read: the trainer writes one per evaluation,
+``heldout/<phase>_step<N>.jsonl`` in the run folder.
 """
 
 from __future__ import annotations
@@ -22,31 +21,19 @@ from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
-from arlarena_baselines.evaluation import EvalConfig, ResultsLog
+from arlarena_baselines.evaluation import ResultsLog
 from arlarena_baselines.rollout import EnvPool, Rollout, SamplingParams, Task, collect
 from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.envs import eval_config
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
 from arlarena_baselines.trainer.policy import Policy
 from arlarena_baselines.trainer.sampling import eval_sampling
 from arlarena_baselines.trainer.tracking import MetricsLogger
 
-__all__ = ["HELDOUT_DIR", "eval_config", "evaluate_policy", "heldout_rollout"]
+__all__ = ["HELDOUT_DIR", "evaluate_policy", "heldout_rollout"]
 
 HELDOUT_DIR = "heldout"
 """The folder of a run that holds the results file of each held-out evaluation."""
-
-
-def eval_config(config: TrainConfig) -> EvalConfig:
-    """The held-out tasks as an evaluation: ``eval.*``'s tasks on the rollouts' wrapper stack,
-    turn limit and env workers."""
-    r, e = config.rollout, config.eval
-    return EvalConfig(
-        env=r.env, episodes=e.episodes, seed=e.seed, history_length=r.history_length,
-        format_penalty=r.format_penalty, check=r.format_check, notice=r.notice,
-        env_kwargs=dict(r.env_kwargs), template=r.template, max_turns=r.max_turns,
-        reset_options=dict((r.reset_options if e.reset_options is None else e.reset_options)
-                           or {}), env_workers=r.env_workers,
-    )
 
 
 def heldout_rollout(
