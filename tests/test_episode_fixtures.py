@@ -32,7 +32,7 @@ from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.models import load_policy
 
-pytestmark = [pytest.mark.usefixtures("isolated_cache"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "episodes"
 RECORD = os.environ.get("ARLARENA_RECORD_FIXTURES") == "1"
