@@ -100,6 +100,16 @@ def test_env_worker_processes_play_the_same_episodes_as_in_process(tmp_path, cap
         assert wanted in capsys.readouterr().err
 
 
+def test_evaluating_a_scripted_agent_imports_no_torch(tmp_path):
+    """The episode loop and its env pools load without torch (``rollout`` loads lazily)."""
+    code = ("import sys; from arlarena_baselines.evaluation import EvalConfig, evaluate; "
+            "from wrappers.agents import make_agent; evaluate(EvalConfig(episodes=1), "
+            f"make_agent('random'), {str(tmp_path / 'r.jsonl')!r}, progress=False); "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
     env, episodes = "ARLArena/Sokoban-8x8-2b-v0", 40
     base = [sys.executable, "-m", "arlarena_baselines.cli", "eval", "--env", env, "--agent",
