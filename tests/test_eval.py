@@ -85,6 +85,31 @@ def test_same_seeds_give_identical_results(tmp_path):
     assert runs[0] == runs[1]
 
 
+def test_env_worker_processes_play_the_same_episodes_as_in_process(tmp_path, capsys):
+    args = ["eval", "--env", "sokoban", "--agent", "random", "--episodes", "3", "--samples", "2",
+            "--batch-size", "4", "--seed", "7", "--no-progress"]
+    for workers in ("0", "2"):
+        assert main([*args, "--env-workers", workers, "--out", str(tmp_path / workers)]) == 0
+    local, workers = ((tmp_path / w / "Sokoban-v0__random.jsonl").read_bytes() for w in "02")
+    assert local == workers and local.count(b'"type": "episode"') == 6
+    # An agent that reads its env needs the envs here; a bad value is named.
+    for agent, workers, wanted in (("expert", "2", "in this process"),
+                                   ("random", "two", "'ray' or 'ray:N'")):
+        assert main([*args, "--agent", agent, "--env-workers", workers, "--out",
+                     str(tmp_path / "bad")]) == 2
+        assert wanted in capsys.readouterr().err
+
+
+def test_evaluating_a_scripted_agent_imports_no_torch(tmp_path):
+    """The episode loop and its env pools load without torch (``rollout`` loads lazily)."""
+    code = ("import sys; from arlarena_baselines.evaluation import EvalConfig, evaluate; "
+            "from wrappers.agents import make_agent; evaluate(EvalConfig(episodes=1), "
+            f"make_agent('random'), {str(tmp_path / 'r.jsonl')!r}, progress=False); "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
     env, episodes = "ARLArena/Sokoban-8x8-2b-v0", 40
     base = [sys.executable, "-m", "arlarena_baselines.cli", "eval", "--env", env, "--agent",

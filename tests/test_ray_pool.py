@@ -14,12 +14,13 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from arlarena_baselines.cli import main  # noqa: E402
 from arlarena_baselines.rollout.envs import (  # noqa: E402
     EnvFactory,
     EnvWorkerError,
     InProcessEnvPool,
-    make_env_pool,
 )
+from arlarena_baselines.rollout.pools import make_env_pool  # noqa: E402
 from arlarena_baselines.rollout.ray_pool import RayEnvPool  # noqa: E402
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides  # noqa: E402
 from wrappers.format import format_response  # noqa: E402
@@ -95,3 +96,14 @@ def test_env_errors_and_bad_specs():
         make_env_pool(SOKOBAN, 2, "ray:two")
     config = apply_overrides(TrainConfig(), ["rollout.env_workers=ray:3"])
     assert config.rollout.env_workers == "ray:3"
+
+
+def test_arlarena_eval_steps_its_envs_in_ray_actors_and_plays_the_same_episodes(tmp_path):
+    """``arlarena eval --env-workers ray:N`` plays, byte for byte, what in-process envs play."""
+    args = ["eval", "--env", "sokoban", "--agent", "random", "--episodes", "3", "--samples", "2",
+            "--batch-size", "4", "--seed", "7", "--no-progress"]
+    for workers in ("0", "ray:2"):
+        assert main([*args, "--env-workers", workers, "--out", str(tmp_path / workers)]) == 0
+    local, remote = (
+        (tmp_path / w / "Sokoban-v0__random.jsonl").read_bytes() for w in ("0", "ray:2"))
+    assert local == remote and local.count(b'"type": "episode"') == 6

@@ -25,6 +25,7 @@ from arlarena_baselines.rollout.envs import EnvWorkerError
 from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.models import load_policy
 from wrappers.agents import make_agent
+from wrappers.agents.base import Agent, AgentReply
 
 SOKOBAN = EnvFactory("sokoban", history_length=1)
 
@@ -108,6 +109,38 @@ def test_an_env_error_in_a_worker_is_raised_with_its_traceback():
         with pytest.raises(EnvWorkerError, match="the episode is over"):
             pool.step([0], ["blue"])
         assert pool.reset([0], [1])[0][1]["won"] is False  # the worker survives
+
+
+class FlakyAgent(Agent):
+    """The random agent, except that the request of one episode's turn gets an error reply
+    (as an API agent's does when the server answers garbage)."""
+
+    name = "flaky"
+
+    def __init__(self, episode: str, turn: int) -> None:
+        self.random, self.fails = make_agent("random", seed=1), (episode, turn)
+
+    def act(self, requests):
+        return [reply.text for reply in self.respond(requests)]
+
+    def respond(self, requests):
+        return [AgentReply("", error="HTTP 500") if (r.episode_id, r.turn) == self.fails else reply
+                for r, reply in zip(requests, self.random.respond(requests), strict=True)]
+
+
+def test_an_agent_error_ends_its_episode_and_not_the_rollout():
+    def played(agent):
+        with InProcessEnvPool(SOKOBAN, 3) as pool:
+            return collect(pool, AgentResponder(agent), [Task("a", 3), Task("b", 4)], 2,
+                           max_turns=4)
+
+    flaky, clean = played(FlakyAgent("b/1", 1)), played(make_agent("random", seed=1))
+    failed = [(e.traj_id, e.turns, e.won, e.score, e.error) for e in flaky.episodes if e.error]
+    assert failed == [("b/1", 1, False, 0.0, "HTTP 500")]
+    assert len(flaky.episodes) == 4 and [s.step for s in flaky.samples if s.traj_id == "b/1"] == [0]
+    kept = [(s.traj_id, s.step, s.response) for s in clean.samples if s.traj_id != "b/1"]
+    assert sorted(kept) == sorted((s.traj_id, s.step, s.response) for s in flaky.samples
+                                  if s.traj_id != "b/1")  # the others played as without it
 
 
 def test_model_rollout_batches_each_turn_and_scores_every_token(tiny):

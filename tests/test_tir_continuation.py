@@ -1,7 +1,8 @@
 """The trainer's side of TIR Math's protocol: a continued response's token ids, turn by turn.
 
 A scripted episode (math-coder's replies, tokenised as if the policy had sampled them) runs
-through the real collector, env and SmolLM2 tokenizer, and the real tiny model scores it.
+through the real collector, env and SmolLM2 tokenizer, and the real tiny model scores it; the
+same episode goes to a results file, as evaluation writes it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from arlarena_baselines.evaluation import EvalConfig, ResultsLog, read_records
 from arlarena_baselines.rollout import (
     EnvFactory,
     GenerationBackend,
@@ -68,14 +70,16 @@ def test_kept_tokens_are_a_prefix_of_the_generated_ones(tiny):
     assert tokenizer.decode(following[2:]) == text[:27] + "\nResult: 1\n"
 
 
-def test_a_continued_episode_extends_its_prompt_ids_and_masks_the_tool_output(tiny):
+def test_a_continued_episode_extends_its_prompt_ids_and_masks_the_tool_output(tiny, tmp_path):
     model, tokenizer = tiny
-    with InProcessEnvPool(TIR, 1) as pool:
+    results = tmp_path / "tir.jsonl"  # evaluation's consumer of the same episode
+    config = EvalConfig(env=TIR.env, env_kwargs=TIR.env_kwargs)
+    with InProcessEnvPool(TIR, 1) as pool, ResultsLog(results, config, "coder", {}) as log:
         question = pool.reset([0], [4])[0][1]["task"]
         backend = ScriptedBackend(tokenizer, question)
         responder = ModelResponder(backend, tokenizer, SamplingParams(max_new_tokens=512))
         rollout = collect(
-            pool, responder, [Task("t", 4)], 1,
+            pool, responder, [Task("t", 4)], 1, also=[log],
             scorer=lambda s: score_samples(model, s, tokenizer.pad_token_id, micro_batch_size=2),
         )
     first, second = rollout.samples
@@ -101,3 +105,12 @@ def test_a_continued_episode_extends_its_prompt_ids_and_masks_the_tool_output(ti
     for sample in (first, second):
         assert len(sample.old_log_probs) == len(sample.response_ids) > 0
     assert rollout.generated_tokens > len(first.response_ids) + len(second.response_ids)
+    # The results file has the episode as `arlarena eval` writes it: the texts the env got.
+    records = list(read_records(results))
+    turns = [r for r in records if r["type"] == "turn"]
+    assert [(t["prompt"], t["response"]) for t in turns] == [
+        (first.prompt, first.response), (second.prompt, second.response)]
+    assert second.prompt.endswith(tool_output) and turns[1]["won"]
+    (done,) = [r for r in records if r["type"] == "episode"]
+    assert (done["won"], done["turns"], done["usage"]["requests"]) == (True, 2, 2.0)
+    assert done["usage"]["completion_tokens"] == rollout.generated_tokens

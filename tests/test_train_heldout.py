@@ -2,36 +2,78 @@
 
 Each held-out episode samples from its own stream (run seed, episode id, turn), so how many
 envs run at once and how prompts are chunked for generation change nothing: one checkpoint
-compared on the same levels is compared on the same episodes.
+compared on the same levels is compared on the same episodes. Its results files are what
+``arlarena eval`` writes: ``arlarena report`` and ``arlarena analyze`` read them.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from arlarena_baselines.cli import main
+from arlarena_baselines.evaluation import read_records
 from arlarena_baselines.rollout import make_env_pool
 from arlarena_baselines.trainer.config import load_config
-from arlarena_baselines.trainer.heldout import heldout_rollout
+from arlarena_baselines.trainer.heldout import evaluate_policy, heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
+from arlarena_baselines.trainer.tracking import MetricsLogger
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
-def episodes(overrides: list[str]) -> list[tuple]:
-    config = load_config(None, [
+def _config(overrides: list[str]):
+    return load_config(None, [
         "model.name=tiny", "rollout.env=sokoban", "rollout.max_turns=3",
         "rollout.max_new_tokens=6", "eval.episodes=10", "eval.temperature=1.0",
         "eval.top_k=0", "eval.top_p=1.0", *overrides,
     ])
-    policy = Policy.load(config)
-    with make_env_pool(env_factory(config), config.rollout.n_groups * config.rollout.group_size,
-                       0) as pool:
-        rollout = heldout_rollout(policy, config, pool)
+
+
+def _pool(config):
+    r = config.rollout
+    return make_env_pool(env_factory(config), r.n_groups * r.group_size, r.env_workers)
+
+
+def episodes(overrides: list[str], results) -> list[tuple]:
+    config = _config(overrides)
+    with _pool(config) as pool:
+        rollout = heldout_rollout(Policy.load(config), config, pool, results=results)
     return sorted((s.traj_id, s.step, s.anchor, tuple(s.response_ids)) for s in rollout.samples)
 
 
-def test_heldout_episodes_do_not_depend_on_pool_or_generation_batch_size():
-    wide = episodes(["rollout.n_groups=4", "rollout.group_size=4", "rollout.gen_batch_size=64"])
-    narrow = episodes(["rollout.n_groups=1", "rollout.group_size=3", "rollout.gen_batch_size=2"])
+def _played(path) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True) for r in read_records(path)
+                  if r["type"] in ("turn", "episode"))
+
+
+def test_heldout_episodes_do_not_depend_on_pool_or_generation_batch_size(tmp_path):
+    wide = episodes(["rollout.n_groups=4", "rollout.group_size=4", "rollout.gen_batch_size=64"],
+                    tmp_path / "wide.jsonl")
+    narrow = episodes(["rollout.n_groups=1", "rollout.group_size=3", "rollout.gen_batch_size=2",
+                       "rollout.env_workers=2"], tmp_path / "narrow.jsonl")
     assert wide == narrow
     assert len({e[0] for e in wide}) == 10
+    assert _played(tmp_path / "wide.jsonl") == _played(tmp_path / "narrow.jsonl")
+
+
+def test_the_trainers_evaluation_writes_results_that_report_and_analyze_read(tmp_path, capsys):
+    config = _config(["rollout.n_groups=2", "rollout.group_size=2"])
+    policy, logger = Policy.load(config), MetricsLogger(tmp_path / "run", "rl")
+    with _pool(config) as pool:
+        for _ in range(2):  # a rerun of the step (a resumed run) replaces its file
+            metrics = evaluate_policy(policy, config, pool, logger=logger, step=3)
+    logger.close()
+    path = tmp_path / "run" / "heldout" / "rl_step000003.jsonl"
+    records = list(read_records(path))
+    episodes = [r for r in records if r["type"] == "episode"]
+    assert len(episodes) == metrics["eval/episodes"] == 10
+    assert sum(r["turns"] for r in episodes) == sum(r["type"] == "turn" for r in records) == 30
+    assert sum(r["won"] for r in episodes) / 10 == metrics["eval/success_rate"]
+    assert all(r["usage"]["completion_tokens"] > 0 for r in episodes)
+    assert main(["report", str(path)]) == 0
+    assert "| rl@3 | ARLArena/Sokoban-v0 | all | 10 |" in capsys.readouterr().out
+    assert main(["analyze", str(path), "--out", str(tmp_path / "flows"), "--no-png",
+                 "--no-html"]) == 0
+    assert (tmp_path / "flows" / "Sokoban-v0__rl_3_loops.csv").is_file()

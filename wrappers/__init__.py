@@ -1,5 +1,8 @@
-"""The study's interface around the envs: prompt templates with history, the strict format
-check and penalty, and the agents that answer the prompts (scripted, local models, APIs)."""
+"""The study's interface around the envs: prompt templates, the format check, and agents.
+
+The templates show each turn with its history, the format check and penalty judge each reply,
+and the agents answer the prompts (scripted, local models, APIs).
+"""
 
 from wrappers.format import ParsedResponse, format_response, parse_response
 from wrappers.prompt import PromptWrapper

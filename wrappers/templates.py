@@ -1,7 +1,7 @@
 """The study's prompt templates, kept as data, and :func:`render_prompt`.
 
 Holds :data:`TEMPLATES` (name → :class:`Template`) for ``alfworld``, ``webshop``, ``sokoban``
-(text grid), ``sokoban_visual`` (an ``<image>`` placeholder) and ``tir_math``, and
+(text grid), ``sokoban_visual`` (an ``<image>`` placeholder), ``tir_math`` and ``bandit``, and
 :func:`format_history`. The texts are the study's (its ``agent_system/environments/prompts/``,
 filled as its ``env_manager.py`` fills them; ``docs/prompts.md`` shows each one), line breaks and
 typos included ("observaitons"), because models were trained on exactly that text: a
@@ -159,6 +159,13 @@ TEMPLATES: dict[str, Template] = {
         "final_answer(answer)\n```\n\nYou can also use \\boxed to return your answer. The last "
         "part of your response should be:\n\\boxed{{'The final answer goes here.'}}\n\nUser "
         "Question:\n{task_description}{current_observation}",
+        _quoted(", "),
+    ),
+    "bandit": Template(  # ARLArena/Bandit-v0's, short so that tiny models see short prompts
+        "You play a bandit. Your task is to: {task_description} «Prior to this step, you have "
+        "already taken {step_count} step(s): {action_history} »Now: {current_observation} "
+        "Your admissible actions are [{admissible_actions}]. Think inside <think> </think> "
+        "tags, then give one admissible action inside <action> </action> tags.",
         _quoted(", "),
     ),
 }

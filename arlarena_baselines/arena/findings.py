@@ -1,7 +1,8 @@
 """The study's five findings, judged on an arena's results.
 
 Holds :class:`Finding` (a claim, its verdict and the numbers behind it), :func:`judge` (all
-five) and :func:`find` (a method's configuration of a role).
+five), :func:`find` (a method's configuration of a role) and :class:`Configuration` (what a
+finding reads of one).
 
 A verdict is one of :data:`VERDICTS`:
 
@@ -23,20 +24,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from arlarena_baselines.arena.stats import paired_difference
 
-if TYPE_CHECKING:
-    from arlarena_baselines.arena.report import ConfigResult
-
-__all__ = ["VERDICTS", "Finding", "Z", "find", "judge"]
+__all__ = ["VERDICTS", "Configuration", "Finding", "Z", "find", "judge"]
 
 VERDICTS = ("holds", "fails", "within noise", "mixed", "not run")
 # A difference counts when it exceeds this many standard errors (about 95% two-sided).
 Z = 2.0
 
 Outcomes = Mapping[tuple[int, int], float]
+
+
+class Configuration(Protocol):
+    """What a finding reads of one method × setting over its seeds (the report's
+    :class:`~arlarena_baselines.arena.report.ConfigResult`)."""
+
+    method: str
+    role: str
+    setting: str
+    success: tuple[float, float]
+    collapses: list[tuple[int, int]]
+    stable: bool
+    variance: float
+
+    def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +61,7 @@ class Finding:
     evidence: str
 
 
-def find(configs: Sequence[ConfigResult], method: str, role: str) -> ConfigResult | None:
+def find(configs: Sequence[Configuration], method: str, role: str) -> Configuration | None:
     """The first configuration of ``method`` with ``role``, or ``None``."""
     return next((c for c in configs if c.method == method and c.role == role), None)
 
@@ -73,14 +86,14 @@ def _combined(verdicts: Sequence[str]) -> str:
     return "mixed" if {"holds", "fails"} <= distinct else "within noise"
 
 
-def _state(config: ConfigResult) -> str:
+def _state(config: Configuration) -> str:
     collapses = ", ".join(f"step {step} (seed {seed})" for seed, step in config.collapses)
     return (f"{config.method} {config.setting}: "
             f"{'collapsed at ' + collapses if collapses else 'no collapse'}, "
             f"{'stable' if config.stable else 'unstable'} (var {config.variance:.3g})")
 
 
-def _clipping(configs: Sequence[ConfigResult]) -> Finding:
+def _clipping(configs: Sequence[Configuration]) -> Finding:
     claim = ("Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping (GSPO) stays "
              "stable.")
     rows = {m: [c for c in configs if c.method == m and c.role in ("base", "staleness")]
@@ -94,7 +107,7 @@ def _clipping(configs: Sequence[ConfigResult]) -> Finding:
     return Finding(claim, verdict, evidence)
 
 
-def _masking(configs: Sequence[ConfigResult]) -> Finding:
+def _masking(configs: Sequence[Configuration]) -> Finding:
     claim = "Sequence masking stabilises CISPO and SAPO."
     verdicts, evidence = [], []
     for method in ("CISPO", "SAPO"):
@@ -115,7 +128,7 @@ def _masking(configs: Sequence[ConfigResult]) -> Finding:
     return Finding(claim, _combined(verdicts), "; ".join(evidence))
 
 
-def _beats(configs: Mapping[str, ConfigResult], better: str, worse: str) -> Finding:
+def _beats(configs: Mapping[str, Configuration], better: str, worse: str) -> Finding:
     claim = f"{better} beats {worse}."
     if better not in configs or worse not in configs:
         return Finding(claim, "not run", f"needs {better} and {worse}")
@@ -123,7 +136,7 @@ def _beats(configs: Mapping[str, ConfigResult], better: str, worse: str) -> Find
     return Finding(claim, _by_difference(mean, se), f"held-out success {better} − {worse}: {text}")
 
 
-def _filtering(configs: Mapping[str, ConfigResult]) -> Finding:
+def _filtering(configs: Mapping[str, Configuration]) -> Finding:
     claim = "DAPO's filtering helps GiGPO more than GRPO."
     names = ("DAPO_GiGPO", "GiGPO", "DAPO_GRPO", "GRPO")
     if not all(n in configs for n in names):
@@ -139,7 +152,7 @@ def _filtering(configs: Mapping[str, ConfigResult]) -> Finding:
     return Finding(claim, _by_difference(mean, se), evidence)
 
 
-def _best(configs: Mapping[str, ConfigResult], best: str) -> Finding:
+def _best(configs: Mapping[str, Configuration], best: str) -> Finding:
     claim = f"{best} is best overall."
     others = {m: c for m, c in configs.items() if m != best}
     if best not in configs or not others:
@@ -154,7 +167,7 @@ def _best(configs: Mapping[str, ConfigResult], best: str) -> Finding:
                    f"({rival.success[0]:.3f}); {best} − {rival.method}: {text}")
 
 
-def judge(configs: Sequence[ConfigResult], chosen: Mapping[str, ConfigResult]) -> list[Finding]:
+def judge(configs: Sequence[Configuration], chosen: Mapping[str, Configuration]) -> list[Finding]:
     """The five findings, in the issue's order, on ``configs`` (every configuration) and
     ``chosen`` (per method, the selected one)."""
     return [

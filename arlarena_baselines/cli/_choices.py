@@ -206,7 +206,6 @@ def _backends() -> dict[str, str]:
 
 def _templates() -> dict[str, str]:
     import arlarena_baselines.rollout.templates  # noqa: F401  (adds the compact variants)
-    import arlarena_envs.bandit.env  # noqa: F401  (adds the bandit's template)
     from wrappers.templates import TEMPLATES as registry
 
     return {name: "" for name in registry}

@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--notice", action="store_true", help="say in the next prompt that a response "
                    "without an <action> block was not understood (the study says nothing)")
     p.add_argument("--batch-size", type=int, default=16, help="episodes in flight at once")
+    p.add_argument("--env-workers", default="0", help="where the envs step: "
+                   "0 in this process (default; agents that read their env, as the expert "
+                   "does, need it), N worker processes, or ray / ray:N (Ray actors)")
     p.add_argument("--out", default="results", help="directory for the JSONL results")
     p.add_argument("--resume", action="store_true", help="continue existing results files "
                    "(episodes that ended with an error are run again)")
@@ -200,12 +203,9 @@ def _tasks(args: argparse.Namespace) -> dict[str, Any]:
 
 def _unfinished(config: Any, records: list[dict[str, Any]]) -> int:
     """How many of the episodes ``config`` asks for have not finished (an error: unfinished)."""
-    from arlarena_baselines.evaluation.runner import episode_id
-
     finished = {r.get("episode_id") for r in records
                 if r.get("type") == "episode" and not r.get("error")}
-    return sum(episode_id(config.seed + i, k) not in finished
-               for i in range(config.episodes) for k in range(config.samples))
+    return sum(start.id not in finished for start in config.starts())
 
 
 def _spend_records(path: Path) -> list[dict[str, Any]]:
@@ -218,7 +218,6 @@ def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.evaluation import EvalConfig, evaluate, format_table, summarize
     from arlarena_baselines.evaluation.merge import load_results, mixed_settings
     from arlarena_baselines.evaluation.results import read_records
-    from arlarena_baselines.evaluation.settings import SettingsMismatch
     from arlarena_baselines.evaluation.spending import describe_spend
     from wrappers.agents import AgentError, BudgetExhausted, make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
@@ -237,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     config = EvalConfig(
         samples=args.samples, history_length=args.history_length,
         format_penalty=args.format_penalty, check=args.format_check, notice=args.notice,
-        batch_size=args.batch_size, **tasks,
+        batch_size=args.batch_size, env_workers=args.env_workers, **tasks,
     )
     env_id = config.env
     names = [a.strip() for a in args.agent.split(",") if a.strip()]
@@ -273,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 evaluate(config, agent, path, resume=args.resume, force=args.force,
                          progress=not args.no_progress)
-            except SettingsMismatch as error:
+            except ValueError as error:  # other settings (SettingsMismatch), an agent's env
                 print(f"error: {error}", file=sys.stderr)
                 return 2
             except BudgetExhausted as error:

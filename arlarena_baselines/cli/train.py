@@ -125,6 +125,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="checkpoints (RUN/final) or model names; the first is the baseline")
     shortcuts = {k: v for k, v in _SHORTCUTS.items() if k != "--model"}
     _add_config_flags(compare, shortcuts, skip="sft", resumable=False)
+    compare.add_argument("--resume", action="store_true", help="continue the results files in "
+                         "--out: their finished episodes are kept, not played again")
     compare.set_defaults(func=run_compare)
     write = sub.add_parser("write-configs",
                            help="write configs/rl/[webshop/]<METHOD>.yaml for METHODS")
@@ -331,7 +333,7 @@ def run_compare(args: argparse.Namespace) -> int:
         config = build_config(args, "compare")
         check_panels(args, config, "compare")
         rows = compare_checkpoints(config, args.models, out=config.run.out,
-                                   progress=config.run.progress)
+                                   progress=config.run.progress, resume=args.resume)
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -344,7 +346,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"| {row['model']} | {row['success']:.3f} ± {row['success_se']:.3f} | "
               f"{row['score']:.3f} ± {row['score_se']:.3f} | {row['success_diff']:+.3f} ± "
               f"{row['success_diff_se']:.3f} | {z:+.1f} |")
-    print(f"episodes and rows: {config.run.out}")
+    print(f"results (arlarena report, analyze) and rows: {config.run.out}")
     return 0
 
 

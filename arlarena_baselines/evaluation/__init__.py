@@ -1,5 +1,6 @@
-"""Evaluation: run agents on envs through the wrapper stack, write JSONL, summarise."""
+"""Evaluation: agents and models played through the episode loop into JSONL, and summarised."""
 
+from arlarena_baselines.evaluation.config import EvalConfig
 from arlarena_baselines.evaluation.report import (
     format_comparison,
     format_table,
@@ -8,14 +9,14 @@ from arlarena_baselines.evaluation.report import (
     write_csv,
 )
 from arlarena_baselines.evaluation.results import prepare_resume, read_records
-from arlarena_baselines.evaluation.runner import EvalConfig, evaluate, make_env
+from arlarena_baselines.evaluation.runner import ResultsLog, evaluate
 
 __all__ = [
     "EvalConfig",
+    "ResultsLog",
     "evaluate",
     "format_comparison",
     "format_table",
-    "make_env",
     "pass_at_k",
     "prepare_resume",
     "read_records",

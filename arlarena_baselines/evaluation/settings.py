@@ -26,8 +26,7 @@ from arlarena_baselines.evaluation.results import append_records, prepare_resume
 from wrappers.templates import TEMPLATES
 
 if TYPE_CHECKING:
-    from arlarena_baselines.evaluation.runner import EvalConfig
-    from wrappers.agents.base import Agent
+    from arlarena_baselines.evaluation.config import EvalConfig
     from wrappers.prompt import PromptWrapper
 
 __all__ = [
@@ -68,15 +67,17 @@ def _version() -> str:
         return "unknown"
 
 
-def run_settings(config: EvalConfig, agent: Agent, env: PromptWrapper) -> dict[str, Any]:
-    """Everything that changes what ``agent`` answers on ``config``'s tasks (``env``: one of
-    the run's wrapped envs, for its prompt template), as plain JSON."""
+def run_settings(config: EvalConfig, agent: dict, env: PromptWrapper) -> dict[str, Any]:
+    """Everything that changes the replies to ``config``'s tasks (``agent``: what answers, as
+    :meth:`~wrappers.agents.base.Agent.settings` says; ``env``: one of the run's wrapped envs,
+    for its prompt template; a turn limit when set), as plain JSON."""
     panel = config.record.get("panel") or {}
+    cut = {} if config.max_turns is None else {"max_turns": config.max_turns}
     settings = {
         "arlarena": _version(),
-        "agent": agent.settings(),
+        "agent": agent,
         "env": {"id": arlarena_envs.resolve_env_id(config.env), "kwargs": config.env_kwargs,
-                "reset_options": config.reset_options, "panel": panel.get("name")},
+                "reset_options": config.reset_options, "panel": panel.get("name"), **cut},
         "prompt": {"template": env.template, "template_version": template_version(env.template),
                    "history_length": config.history_length, "format_check": config.check,
                    "checked_by": env.format_check, "format_penalty": config.format_penalty,

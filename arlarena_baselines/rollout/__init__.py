@@ -1,83 +1,50 @@
-"""Multi-turn rollouts for training: env pools, generation backends, step samples.
+"""Episodes for evaluation and training: the one episode loop, env pools, responders, samples.
 
-- :mod:`.samples`: :class:`StepSample`, :class:`EpisodeResult`, :class:`Rollout`;
+- :mod:`.episodes`: :func:`play`, the one loop every episode is played by;
+- :mod:`.collector`: training's side: :class:`ModelResponder`, :class:`StepSamples`,
+  :func:`collect` (evaluation's is :mod:`arlarena_baselines.evaluation.runner`);
+- :mod:`.samples`: :class:`StepSample`, :class:`Rollout`;
 - :mod:`.envs`: :class:`EnvFactory`, the :class:`EnvPool` interface, in-process and
-  worker-process pools, :func:`make_env_pool`;
+  worker-process pools; :mod:`.ray_pool`: Ray actors; :mod:`.pools`: :func:`make_env_pool`;
+- :mod:`.continuation`: the token ids of a continued response (TIR Math);
 - :mod:`.generation`: :class:`SamplingParams` (:data:`TRAIN_SAMPLING`, :data:`EVAL_SAMPLING`),
   the :class:`GenerationBackend` interface, :class:`HFBackend`, :func:`make_backend`;
 - :mod:`.vllm_backend`: :class:`VLLMBackend` (``vllm``: an engine synced after each update);
 - :mod:`.forward`: packing (prompt, response) pairs, response log-probs and entropies;
-- :mod:`.collector`: :class:`Task`, the responders and :func:`collect`;
 - :mod:`.templates`: compact prompt variants (``sokoban_compact``).
+
+Names load from their module on first use: the loop and pools need no torch (``arlarena report``).
 """
 
-from arlarena_baselines.rollout import templates
-from arlarena_baselines.rollout.collector import (
-    AgentResponder,
-    ModelResponder,
-    Reply,
-    Task,
-    call_seed,
-    collect,
-)
-from arlarena_baselines.rollout.envs import (
-    EnvFactory,
-    EnvPool,
-    InProcessEnvPool,
-    ProcessEnvPool,
-    make_env_pool,
-)
-from arlarena_baselines.rollout.forward import (
-    PackedBatch,
-    pack_pairs,
-    response_log_probs,
-    right_aligned,
-    sample_log_probs,
-    score_samples,
-)
-from arlarena_baselines.rollout.generation import (
-    BACKENDS,
-    EVAL_SAMPLING,
-    TRAIN_SAMPLING,
-    GenerationBackend,
-    HFBackend,
-    SamplingParams,
-    make_backend,
-)
-from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
-from arlarena_baselines.rollout.vllm_backend import VLLMBackend
-from wrappers.agents.chat import encode_prompt, encode_response
+import importlib
+from typing import Any
 
-__all__ = [
-    "BACKENDS",
-    "EVAL_SAMPLING",
-    "TRAIN_SAMPLING",
-    "AgentResponder",
-    "EnvFactory",
-    "EnvPool",
-    "EpisodeResult",
-    "GenerationBackend",
-    "HFBackend",
-    "InProcessEnvPool",
-    "ModelResponder",
-    "PackedBatch",
-    "ProcessEnvPool",
-    "Reply",
-    "Rollout",
-    "SamplingParams",
-    "StepSample",
-    "Task",
-    "VLLMBackend",
-    "call_seed",
-    "collect",
-    "encode_prompt",
-    "encode_response",
-    "make_backend",
-    "make_env_pool",
-    "pack_pairs",
-    "response_log_probs",
-    "right_aligned",
-    "sample_log_probs",
-    "score_samples",
-    "templates",
-]
+_HOMES = {
+    "episodes": ("AgentResponder", "Consumer", "Episode", "Reply", "Responder", "Start", "Task",
+                 "Turn", "play"),
+    "collector": ("ModelResponder", "StepSamples", "call_seed", "collect"),
+    "envs": ("EnvFactory", "EnvPool", "InProcessEnvPool", "ProcessEnvPool"),
+    "pools": ("make_env_pool",),
+    "forward": ("PackedBatch", "pack_pairs", "response_log_probs", "right_aligned",
+                "sample_log_probs", "score_samples"),
+    "generation": ("BACKENDS", "EVAL_SAMPLING", "TRAIN_SAMPLING", "GenerationBackend",
+                   "HFBackend", "SamplingParams", "make_backend"),
+    "samples": ("EpisodeResult", "Rollout", "StepSample"),
+    "vllm_backend": ("VLLMBackend",),
+    "wrappers.agents.chat": ("encode_prompt", "encode_response"),
+}
+_MODULES = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted([*_MODULES, "templates"])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "templates":
+        return importlib.import_module(f"{__name__}.templates")
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _MODULES[name]
+    if module == "generation":  # the built-in engines register themselves in BACKENDS
+        importlib.import_module(f"{__name__}.vllm_backend")
+    return getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"),
+                   name)

@@ -1,72 +1,37 @@
-"""Multi-turn rollouts: ``G`` rollouts per task through the wrapper stack, batched per turn.
+"""Training's side of the episode loop: the model that answers, and step samples.
 
-Holds :class:`Task` (a group: its id and env seed), the responders that answer a batch of
-prompts (:class:`ModelResponder`: chat template (with its keyword arguments and prefill) + a
-generation backend; :class:`AgentResponder`:
-any registered agent, e.g. the expert, for behaviour-cloning data) and :func:`collect`, which
-turns tasks into a :class:`~arlarena_baselines.rollout.samples.Rollout` of step samples.
-
-All rollouts of a task reset their env with the task's seed; every turn, the live episodes'
-prompts go to the responder in one batch, and the env pool steps them together. An env that
-continues one response (TIR Math) gets each later prompt as token ids extended from the turn
-before (:mod:`~arlarena_baselines.rollout.continuation`), not re-rendered from text.
+Holds :class:`ModelResponder` (chat template (with its keyword arguments and prefill) + a
+generation backend), :class:`StepSamples` (the consumer of :func:`~.episodes.play` that keeps
+every turn as a :class:`~.samples.StepSample`, with its token ids and the sampler's log-probs)
+and :func:`collect` (``G`` rollouts per task, all on the task's env seed, in waves).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from arlarena_baselines.rollout.continuation import continue_ids
 from arlarena_baselines.rollout.envs import EnvPool
+from arlarena_baselines.rollout.episodes import (
+    CONTINUED_PROMPT_IDS,
+    Consumer,
+    Episode,
+    Reply,
+    Responder,
+    Start,
+    Task,
+    Turn,
+    play,
+)
 from arlarena_baselines.rollout.generation import GenerationBackend, SamplingParams, TokenScores
-from arlarena_baselines.rollout.samples import EpisodeResult, Rollout, StepSample
-from wrappers.agents.base import Agent, AgentRequest, stream_seed
+from arlarena_baselines.rollout.samples import Rollout, StepSample
+from wrappers.agents.base import AgentRequest, stream_seed
 from wrappers.agents.chat import ChatFormat
 
-__all__ = [
-    "AgentResponder",
-    "ModelResponder",
-    "Reply",
-    "Responder",
-    "Task",
-    "call_seed",
-    "collect",
-]
-
-
-@dataclass(frozen=True)
-class Task:
-    """One group of rollouts: ``group_id`` names it, ``seed`` resets its envs."""
-
-    group_id: str
-    seed: int
-
-
-@dataclass
-class Reply:
-    """A response text with its token ids (empty for agents that produce text only);
-    ``prefill``: the opening of ``text`` that the chat template wrote into the prompt;
-    ``log_probs`` and ``entropies``: each response token's, from the sampler (empty unless
-    the responder scores its samples)."""
-
-    text: str
-    prompt_ids: list[int] = field(default_factory=list)
-    response_ids: list[int] = field(default_factory=list)
-    prefill: str = ""
-    log_probs: list[float] = field(default_factory=list)
-    entropies: list[float] = field(default_factory=list)
-
-
-class Responder(Protocol):
-    """Answers a batch of requests; request ``r`` samples from the stream
-    ``stream_seed(seed, r.episode_id, r.turn)``, so a reply depends on its episode alone."""
-
-    def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]: ...
+__all__ = ["ModelResponder", "StepSamples", "call_seed", "collect"]
 
 
 class ModelResponder:
@@ -74,9 +39,9 @@ class ModelResponder:
 
     A reply's text is the template's prefill (if any) followed by the decoded response, so the
     format check sees the whole reply; its ``response_ids`` are exactly the generated tokens.
-    A continued response (prompt ids given in the request's info) gets no prefill. With
-    ``score`` and a backend whose scores are exact, each reply carries its tokens' log-probs
-    and entropies from the sampler.
+    A continued response (prompt ids given in the request's info) gets no prefill. Each reply
+    counts its tokens in ``usage``; with ``score`` and a backend whose scores are exact, it
+    carries its tokens' log-probs and entropies from the sampler.
     """
 
     def __init__(
@@ -108,28 +73,12 @@ class ModelResponder:
             Reply(text, p, r) if c else Reply(self.chat.reply(text), p, r, self.chat.prefill)
             for c, text, p, r in zip(continued, texts, prompt_ids, responses, strict=True)
         ]
-        if scores is not None:
-            for reply, log_probs, entropies in zip(
-                replies, scores.log_probs, scores.entropies, strict=True
-            ):
-                reply.log_probs, reply.entropies = log_probs, entropies
+        for i, reply in enumerate(replies):
+            reply.usage = {"requests": 1.0, "prompt_tokens": float(len(reply.prompt_ids)),
+                           "completion_tokens": float(len(reply.response_ids))}
+            if scores is not None:
+                reply.log_probs, reply.entropies = scores.log_probs[i], scores.entropies[i]
         return replies
-
-
-class AgentResponder:
-    """Any :class:`~wrappers.agents.base.Agent` (text only; privileged agents need an
-    in-process env pool)."""
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-
-    def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
-        return [Reply(text) for text in self.agent.act(requests)]
-
-
-CONTINUED_PROMPT_IDS = "continued_prompt_ids"
-"""The request-info key under which the collector hands a model the prompt ids of a continued
-response (see :meth:`_Live.continue_response`)."""
 
 
 def call_seed(seed: int, *parts: int) -> int:
@@ -137,41 +86,30 @@ def call_seed(seed: int, *parts: int) -> int:
     return int(np.random.SeedSequence([seed, *parts]).generate_state(1)[0] >> 1)
 
 
-@dataclass
-class _Live:
-    task: Task
-    sample: int
-    slot: int
-    prompt: str
-    info: dict[str, Any]
-    samples: list[StepSample] = field(default_factory=list)
-    episode_return: float = 0.0
-    prompt_ids: list[int] | None = None  # the next prompt of a continued response
+class StepSamples:
+    """Collects every turn as a step sample and every finished episode in :attr:`rollout`
+    (each episode's samples when it ends, with its return as their ``episode_score``)."""
 
-    def request_info(self) -> dict[str, Any]:
-        if self.prompt_ids is None:
-            return self.info
-        return {**self.info, CONTINUED_PROMPT_IDS: self.prompt_ids}
+    def __init__(self) -> None:
+        self.rollout = Rollout()
+        self._open: dict[str, list[StepSample]] = {}
 
-    def continue_response(
-        self, responder: Responder, reply: Reply, info: dict, goes_on: bool
-    ) -> None:
-        """-- The TIR continuation hook (rollout/continuation.py). When the env continues one
-        response (``info`` names a ``continuation``) and the reply has token ids, the sample
-        keeps only the response ids the env kept, and the next prompt extends this one. --"""
-        tokenizer = getattr(responder, "tokenizer", None)
-        if "continuation" not in info or not reply.response_ids or tokenizer is None:
-            return
-        generated = len(reply.prefill)  # the env cut the whole reply; the ids are generated
-        reply.response_ids, self.prompt_ids = continue_ids(
-            tokenizer, reply.prompt_ids, reply.response_ids, reply.text[generated:],
-            max(int(info["response_cut"]) - generated, 0), str(info["continuation"]), goes_on)
-        kept = len(reply.response_ids)  # a prefix of the generated ids
-        reply.log_probs, reply.entropies = reply.log_probs[:kept], reply.entropies[:kept]
+    def turn(self, episode: Episode, turn: Turn) -> None:
+        reply, info = turn.reply, turn.info
+        self.rollout.generated_tokens += turn.generated
+        self._open.setdefault(episode.traj_id, []).append(StepSample(
+            reply.prompt_ids, reply.response_ids, float(turn.reward), episode.group_id,
+            episode.traj_id, turn.step, str(turn.anchor), bool(info.get("format_ok", True)),
+            turn.prompt, reply.text, str(info.get("parsed_action") or ""),
+            old_log_probs=reply.log_probs,
+            entropy=float(np.mean(reply.entropies)) if reply.entropies else 0.0))
 
-    @property
-    def traj_id(self) -> str:
-        return f"{self.task.group_id}/{self.sample}"
+    def finish(self, episode: Episode) -> None:
+        samples = self._open.pop(episode.traj_id, [])
+        for sample in samples:
+            sample.episode_score = episode.episode_return
+        self.rollout.samples += samples
+        self.rollout.episodes.append(episode)
 
 
 def collect(
@@ -186,109 +124,23 @@ def collect(
     scorer: Callable[[list[StepSample]], None] | None = None,
     progress: bool = False,
     desc: str = "rollout",
+    also: Sequence[Consumer] = (),
 ) -> Rollout:
     """Roll out ``group_size`` episodes per task; return every turn as a step sample.
 
-    Episodes run in waves of ``pool.num_envs``. An episode ends when the env terminates or
-    truncates, or after ``max_turns`` turns. Each sample's ``episode_score`` is its
-    trajectory's return (the sum of its rewards, format penalties included). ``scorer`` (e.g.
-    the policy's :func:`~arlarena_baselines.rollout.forward.score_samples`) then fills the
-    old log-probs and entropies, where the responder's sampler did not. Each turn samples
-    from the stream of (``seed``, its trajectory id ``group_id/k``, the turn), so an episode
-    is the same whatever the number of envs, the waves or the other tasks of the call.
+    Episodes run in waves of ``pool.num_envs`` (:func:`~.episodes.play`); rollout ``k`` of a
+    task is the episode ``group_id/k``. Each sample's ``episode_score`` is its trajectory's
+    return (the sum of its rewards, format penalties included). ``scorer`` (e.g. the policy's
+    :func:`~.forward.score_samples`) then fills the old log-probs and entropies, where the
+    responder's sampler did not. ``also``: more consumers (e.g. a results file).
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
-    todo = [(task, k) for task in tasks for k in range(group_size)]
-    rollout = Rollout()
-    bar = tqdm(total=len(todo), desc=desc, unit="ep", leave=False, disable=not progress)
-    try:
-        for start in range(0, len(todo), pool.num_envs):
-            chunk = todo[start : start + pool.num_envs]
-            rollout.extend(_run_wave(pool, responder, chunk, max_turns, reset_options, seed, bar))
-    finally:
-        bar.close()
-    if scorer is not None and rollout.samples:
-        scorer(rollout.samples)
-    return rollout
-
-
-def _run_wave(
-    pool: EnvPool,
-    responder: Responder,
-    chunk: list[tuple[Task, int]],
-    max_turns: int | None,
-    reset_options: dict[str, Any] | None,
-    seed: int,
-    bar: Any,
-) -> Rollout:
-    slots = list(range(len(chunk)))
-    resets = pool.reset(slots, [task.seed for task, _ in chunk], reset_options)
-    live = [
-        _Live(task, k, slot, prompt, info)
-        for (task, k), slot, (prompt, info) in zip(chunk, slots, resets, strict=True)
-    ]
-    rollout = Rollout()
-    turn = 0
-    while live:
-        requests = [
-            AgentRequest(e.prompt, e.request_info(), pool.env(e.slot), e.sample, e.traj_id, turn)
-            for e in live
-        ]
-        replies = responder.respond(requests, seed)
-        results = pool.step([e.slot for e in live], [r.text for r in replies])
-        turn += 1
-        still = []
-        for episode, reply, (prompt, reward, terminated, truncated, info) in zip(
-            live, replies, results, strict=True
-        ):
-            rollout.generated_tokens += len(reply.response_ids)
-            episode.continue_response(responder, reply, info, not (terminated or truncated))
-            episode.samples.append(
-                StepSample(
-                    prompt_ids=reply.prompt_ids,
-                    response_ids=reply.response_ids,
-                    reward=float(reward),
-                    group_id=episode.task.group_id,
-                    traj_id=episode.traj_id,
-                    step=turn - 1,
-                    anchor=str(episode.info.get("anchor", "")),
-                    valid=bool(info.get("format_ok", True)),
-                    prompt=episode.prompt,
-                    response=reply.text,
-                    action=str(info.get("parsed_action") or ""),
-                    old_log_probs=reply.log_probs,
-                    entropy=float(np.mean(reply.entropies)) if reply.entropies else 0.0,
-                )
-            )
-            episode.episode_return += float(reward)
-            episode.prompt, episode.info = prompt, info
-            if terminated or truncated or (max_turns is not None and turn >= max_turns):
-                rollout.samples += _finish(episode)
-                rollout.episodes.append(_result(episode))
-                bar.update()
-            else:
-                still.append(episode)
-        live = still
-    return rollout
-
-
-def _finish(episode: _Live) -> list[StepSample]:
-    for sample in episode.samples:
-        sample.episode_score = episode.episode_return
-    return episode.samples
-
-
-def _result(episode: _Live) -> EpisodeResult:
-    won = bool(episode.info.get("won", False))
-    return EpisodeResult(
-        group_id=episode.task.group_id,
-        traj_id=episode.traj_id,
-        seed=episode.task.seed,
-        won=won,
-        score=float(episode.info.get("score", float(won))),
-        episode_return=episode.episode_return,
-        turns=len(episode.samples),
-        valid_turns=sum(s.valid for s in episode.samples),
-        info={k: v for k, v in episode.info.items() if k != "image"},
-    )
+    starts = [Start(task, k, f"{task.group_id}/{k}") for task in tasks for k in range(group_size)]
+    samples = StepSamples()
+    with tqdm(total=len(starts), desc=desc, unit="ep", leave=False, disable=not progress) as bar:
+        play(pool, responder, starts, [samples, *also], seed=seed, max_turns=max_turns,
+             reset_options=reset_options, refill=False, bar=bar)
+    if scorer is not None and samples.rollout.samples:
+        scorer(samples.rollout.samples)
+    return samples.rollout

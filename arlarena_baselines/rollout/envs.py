@@ -3,9 +3,9 @@
 Holds :class:`EnvFactory` (a picklable recipe for the wrapper stack: ``gymnasium.make`` +
 :class:`~wrappers.prompt.PromptWrapper`), the :class:`EnvPool` interface, and two pools:
 :class:`InProcessEnvPool` (``--env-workers 0``) and :class:`ProcessEnvPool` (N worker
-processes, each owning a share of the env slots). :func:`make_env_pool` picks one, or the
-Ray-actor pool of :mod:`~arlarena_baselines.rollout.ray_pool` (``--env-workers ray``). Another
-backend plugs in by implementing :class:`EnvPool`'s three methods.
+processes, each owning a share of the env slots). :func:`~.pools.make_env_pool` picks one, or
+the Ray-actor pool of :mod:`~arlarena_baselines.rollout.ray_pool` (``--env-workers ray``).
+Another backend plugs in by implementing :class:`EnvPool`'s three methods.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +26,8 @@ __all__ = [
     "InProcessEnvPool",
     "ProcessEnvPool",
     "ResetResult",
+    "SlotEnvs",
     "StepResult",
-    "make_env_pool",
     "positions_by_worker",
     "worker_slots",
 ]
@@ -124,6 +124,26 @@ class EnvPool(ABC):
         self.close()
 
 
+class SlotEnvs:
+    """The envs of some slots in one process (the pool's, a worker's or a Ray actor's), each
+    call on ``(slot, seed)`` or ``(slot, action)`` items."""
+
+    def __init__(self, factory: EnvFactory, slots: Iterable[int]) -> None:
+        self.envs = {slot: factory() for slot in slots}
+
+    def reset(
+        self, items: Iterable[tuple[int, int]], options: dict[str, Any] | None
+    ) -> list[ResetResult]:
+        return [self.envs[slot].reset(seed=int(seed), options=options) for slot, seed in items]
+
+    def step(self, items: Iterable[tuple[int, str]]) -> list[StepResult]:
+        return [self.envs[slot].step(action) for slot, action in items]
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
+
+
 class InProcessEnvPool(EnvPool):
     """Envs in this process, stepped one after the other (cheap envs: Sokoban, bandit).
 
@@ -138,31 +158,28 @@ class InProcessEnvPool(EnvPool):
 
     def __init__(self, factory: EnvFactory, num_envs: int) -> None:
         self.num_envs = num_envs
-        self.envs = [factory() for _ in range(num_envs)]
+        self.slots = SlotEnvs(factory, range(num_envs))
 
     def reset(
         self, slots: Sequence[int], seeds: Sequence[int], options: dict[str, Any] | None = None
     ) -> list[ResetResult]:
-        pairs = zip(slots, seeds, strict=True)
-        return [self.envs[i].reset(seed=int(s), options=options) for i, s in pairs]
+        return self.slots.reset(zip(slots, seeds, strict=True), options)
 
     def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[StepResult]:
-        return [self.envs[i].step(a) for i, a in zip(slots, actions, strict=True)]
+        return self.slots.step(zip(slots, actions, strict=True))
 
     def env(self, slot: int) -> gym.Env:
-        return self.envs[slot]
+        return self.slots.envs[slot]
 
     def close(self) -> None:
-        for env in self.envs:
-            env.close()
-        self.envs = []
+        self.slots.close()
+        self.slots.envs = {}
 
 
 def _worker(factory: EnvFactory, slots: list[int], conn: Any) -> None:
     """Worker loop: build the envs of ``slots``, then answer reset/step/close commands."""
-    envs: dict[int, gym.Env] = {}
     try:
-        envs = {slot: factory() for slot in slots}
+        envs = SlotEnvs(factory, slots)
         conn.send(("ok", None))
     except Exception:
         conn.send(("error", traceback.format_exc()))
@@ -175,16 +192,12 @@ def _worker(factory: EnvFactory, slots: list[int], conn: Any) -> None:
         if command == "close":
             break
         try:
-            if command == "reset":
-                options = payload["options"]
-                out = [envs[i].reset(seed=s, options=options) for i, s in payload["items"]]
-            else:
-                out = [envs[i].step(a) for i, a in payload["items"]]
+            items = payload["items"]
+            out = envs.reset(items, payload["options"]) if command == "reset" else envs.step(items)
             conn.send(("ok", out))
         except Exception:
             conn.send(("error", traceback.format_exc()))
-    for env in envs.values():
-        env.close()
+    envs.close()
     conn.close()
 
 
@@ -257,21 +270,3 @@ class ProcessEnvPool(EnvPool):
         for conn in self._conns:
             conn.close()
         self._conns, self._procs = [], []
-
-
-def make_env_pool(factory: EnvFactory, num_envs: int, workers: int | str = 0) -> EnvPool:
-    """``workers == 0``: an :class:`InProcessEnvPool`; ``N``: a :class:`ProcessEnvPool` of N
-    processes; ``"ray"`` or ``"ray:N"``: a :class:`~arlarena_baselines.rollout.ray_pool.RayEnvPool`
-    (one actor per CPU of the Ray cluster, or N actors)."""
-    if isinstance(workers, str):
-        name, _, count = workers.partition(":")
-        if name != "ray" or (count and not count.isdigit()):
-            raise ValueError(f"env workers must be an int, 'ray' or 'ray:N', got {workers!r}")
-        from arlarena_baselines.rollout.ray_pool import RayEnvPool
-
-        return RayEnvPool(factory, num_envs, int(count) if count else None)
-    if workers < 0:
-        raise ValueError(f"env workers must be >= 0, got {workers}")
-    if workers == 0:
-        return InProcessEnvPool(factory, num_envs)
-    return ProcessEnvPool(factory, num_envs, workers)

@@ -29,6 +29,7 @@ from arlarena_baselines.rollout.envs import (
     EnvPool,
     EnvWorkerError,
     ResetResult,
+    SlotEnvs,
     StepResult,
     positions_by_worker,
     worker_slots,
@@ -48,19 +49,8 @@ class _History:
     actions: list[str] = field(default_factory=list)
 
 
-class _EnvActor:
+class _EnvActor(SlotEnvs):
     """The envs of some slots, in one Ray actor process."""
-
-    def __init__(self, factory: EnvFactory, slots: list[int]) -> None:
-        self.envs = {slot: factory() for slot in slots}
-
-    def reset(
-        self, items: list[tuple[int, int]], options: dict[str, Any] | None
-    ) -> list[ResetResult]:
-        return [self.envs[slot].reset(seed=seed, options=options) for slot, seed in items]
-
-    def step(self, items: list[tuple[int, str]]) -> list[StepResult]:
-        return [self.envs[slot].step(action) for slot, action in items]
 
     def replay(self, histories: dict[int, _History]) -> None:
         """Bring each slot back to its state: its last reset, then its actions since."""
@@ -68,10 +58,6 @@ class _EnvActor:
             self.envs[slot].reset(seed=history.seed, options=history.options)
             for action in history.actions:
                 self.envs[slot].step(action)
-
-    def close(self) -> None:
-        for env in self.envs.values():
-            env.close()
 
 
 class RayEnvPool(EnvPool):

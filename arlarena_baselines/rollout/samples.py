@@ -1,5 +1,5 @@
-"""What a rollout produces: one :class:`StepSample` per turn and one :class:`EpisodeResult` per
-episode, gathered in a :class:`Rollout`.
+"""What a rollout produces: one :class:`StepSample` per turn and one :class:`EpisodeResult` (the
+loop's :class:`~.episodes.Episode`) per episode, gathered in a :class:`Rollout`.
 
 A step sample is the unit every loss of the zoo works on (``docs/algorithms.md``, "Notation"):
 the turn's prompt and response token ids, the behaviour policy's log-probs of the response,
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from arlarena_baselines.rollout.episodes import Episode
 
 __all__ = ["EpisodeResult", "Rollout", "StepSample"]
 
@@ -51,19 +53,8 @@ class StepSample:
     entropy: float = 0.0
 
 
-@dataclass
-class EpisodeResult:
-    """The summary of one finished rollout."""
-
-    group_id: str
-    traj_id: str
-    seed: int
-    won: bool
-    score: float
-    episode_return: float
-    turns: int
-    valid_turns: int
-    info: dict[str, Any] = field(default_factory=dict, repr=False)
+EpisodeResult = Episode
+"""A finished episode as a rollout keeps it: the loop's :class:`~.episodes.Episode`."""
 
 
 @dataclass
@@ -71,7 +62,7 @@ class Rollout:
     """The step samples and episode summaries of one round of rollouts."""
 
     samples: list[StepSample] = field(default_factory=list)
-    episodes: list[EpisodeResult] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
     generated_tokens: int = 0
 
     def extend(self, other: Rollout) -> None:

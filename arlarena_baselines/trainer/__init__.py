@@ -4,6 +4,7 @@
   YAML loading and ``section.field=value`` overrides, the per-method config files;
 - :mod:`.models`: the embedded SmolLM2, the tiny random Llama, any Hugging Face causal LM;
 - :mod:`.policy`: :class:`Policy` (model, tokenizer, precision, generation backend);
+- :mod:`.envs`: the rollouts' wrapper stack and the held-out tasks as an evaluation;
 - :mod:`.sft`: demonstrations and :func:`train_sft`;
 - :mod:`.rl`: :class:`RLTrainer` and :func:`train_rl` (the study's training step);
 - :mod:`.heldout`: periodic evaluation on held-out seeds;

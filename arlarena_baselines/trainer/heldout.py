@@ -1,25 +1,39 @@
 """Periodic evaluation on held-out env seeds with the study's evaluation sampling.
 
-Holds :func:`heldout_rollout` (the episodes themselves, for analyses
-such as ``scripts/sokoban_failures.py``) and :func:`evaluate_policy` (their metrics). Task ``i``
-uses env seed ``eval.seed + i`` (far from the training seeds) and ``eval.reset_options`` (by
-default the rollout's), one rollout each, sampled with
-:func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the env by
-default). Every episode samples from its own random stream,
-so two checkpoints evaluated with the same config play the same episodes up to their own
-choices: their results compare task by task (:mod:`arlarena_baselines.evaluation.paired`).
+Holds :func:`heldout_rollout` (the episodes themselves, for analyses such as
+``scripts/sokoban_failures.py``, and optionally their results file) and
+:func:`evaluate_policy` (their metrics). Task ``i`` uses env seed ``eval.seed + i`` (far from
+the training seeds) and ``eval.reset_options`` (by default the rollout's), one rollout each,
+sampled with :func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the
+env by default). Every episode samples from its own random stream, so two checkpoints
+evaluated with the same config play the same episodes up to their own choices: their results
+compare task by task (:mod:`arlarena_baselines.evaluation.paired`). The one episode loop
+(:mod:`arlarena_baselines.rollout.episodes`) plays them into step samples and, given a results
+file, into the records ``arlarena eval`` writes
+(:class:`~arlarena_baselines.evaluation.runner.ResultsLog`), which ``arlarena report`` and
+``arlarena analyze`` read: the trainer writes one per evaluation,
+``heldout/<phase>_step<N>.jsonl`` in the run folder.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from dataclasses import asdict
+from pathlib import Path
+
+from arlarena_baselines.evaluation import ResultsLog
 from arlarena_baselines.rollout import EnvPool, Rollout, SamplingParams, Task, collect
 from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.envs import eval_config
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
 from arlarena_baselines.trainer.policy import Policy
 from arlarena_baselines.trainer.sampling import eval_sampling
 from arlarena_baselines.trainer.tracking import MetricsLogger
 
-__all__ = ["evaluate_policy", "heldout_rollout"]
+__all__ = ["HELDOUT_DIR", "evaluate_policy", "heldout_rollout"]
+
+HELDOUT_DIR = "heldout"
+"""The folder of a run that holds the results file of each held-out evaluation."""
 
 
 def heldout_rollout(
@@ -29,23 +43,39 @@ def heldout_rollout(
     *,
     sampling: SamplingParams | None = None,
     progress: bool = False,
+    results: str | Path | None = None,
+    label: str = "policy",
+    resume: bool = False,
 ) -> Rollout:
     """One episode on each of ``config.eval.episodes`` held-out tasks, sampled with
-    ``sampling`` (default: :func:`eval_sampling`)."""
-    e = config.eval
+    ``sampling`` (default: :func:`eval_sampling`). With ``results``, every turn and episode
+    also goes to that results file as the agent ``label`` (``config.model`` being what
+    answers); with ``resume`` its finished episodes are kept and not played again (the
+    rollout holds the others)."""
+    e, run = config.eval, eval_config(config)
+    sampling = sampling or eval_sampling(config)
+    seed = config.run.seed + e.seed
     tasks = [Task(f"eval{i}", e.seed + i) for i in range(e.episodes)]
-    return collect(
-        pool,
-        policy.responder(sampling or eval_sampling(config)),
-        tasks,
-        1,
-        max_turns=config.rollout.max_turns,
-        reset_options=(config.rollout.reset_options if e.reset_options is None
-                       else e.reset_options) or None,
-        seed=config.run.seed + e.seed,
-        progress=progress,
-        desc="eval",
-    )
+    with ExitStack() as stack:
+        logs = []
+        if results is not None:
+            agent = {"name": config.model.name, "sampling": asdict(sampling), "seed": seed,
+                     "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
+            logs.append(stack.enter_context(
+                ResultsLog(results, run, label, agent, resume=resume)))
+            tasks = [t for t in tasks if f"{t.group_id}/0" not in logs[0].done]
+        return collect(
+            pool,
+            policy.responder(sampling),
+            tasks,
+            1,
+            max_turns=run.max_turns,
+            reset_options=run.reset_options or None,
+            seed=seed,
+            progress=progress,
+            desc="eval",
+            also=logs,
+        )
 
 
 def evaluate_policy(
@@ -58,8 +88,14 @@ def evaluate_policy(
     progress: bool = False,
 ) -> dict[str, float]:
     """``eval/…`` metrics of the policy on ``config.eval.episodes`` held-out tasks; with a
-    ``logger``, each episode also goes to its ``eval_episodes.jsonl`` at ``step``."""
-    rollout = heldout_rollout(policy, config, pool, progress=progress)
+    ``logger``, each episode also goes to its ``eval_episodes.jsonl`` at ``step``, and every
+    turn to the results file ``heldout/<phase>_step<step>.jsonl`` (a rerun replaces it)."""
+    results = None
+    if logger is not None:
+        results = logger.run_dir / HELDOUT_DIR / f"{logger.phase}_step{step:06d}.jsonl"
+        results.unlink(missing_ok=True)
+    rollout = heldout_rollout(policy, config, pool, progress=progress, results=results,
+                              label=f"{logger.phase}@{step}" if logger else "policy")
     if logger is not None:
         logger.log_episodes(step, rollout.episodes)
     return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}

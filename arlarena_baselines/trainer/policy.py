@@ -16,7 +16,6 @@ from typing import Any
 import torch
 
 from arlarena_baselines.rollout import (
-    EnvFactory,
     GenerationBackend,
     ModelResponder,
     PackedBatch,
@@ -27,6 +26,7 @@ from arlarena_baselines.rollout import (
     score_samples,
 )
 from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.envs import env_factory
 from arlarena_baselines.trainer.models import (
     autocast_dtype,
     load_policy,
@@ -35,13 +35,6 @@ from arlarena_baselines.trainer.models import (
 )
 
 __all__ = ["Policy", "env_factory"]
-
-
-def env_factory(config: TrainConfig) -> EnvFactory:
-    """The wrapper stack of ``config.rollout`` (shared by training and evaluation)."""
-    r = config.rollout
-    return EnvFactory(r.env, dict(r.env_kwargs), r.history_length, r.format_penalty, r.template,
-                      r.format_check, r.notice)
 
 
 @dataclass

@@ -57,7 +57,9 @@ def collect_demonstrations(
     """Run ``config.sft.agent`` on ``config.sft.episodes`` tasks; write and return the records.
 
     The agent sees the training wrapper stack (``config.rollout``: template, history, format
-    penalty, turn cut), in-process, so privileged agents (the expert) can read their env.
+    penalty, turn cut), in-process, so privileged agents (the expert) can read their env. An
+    episode whose request failed (an API agent's ``error``) ends there; its record keeps the
+    error and :func:`load_demonstrations` leaves it out.
     """
     s = config.sft
     agent = make_agent(s.agent, **{"seed": config.run.seed, **s.agent_kwargs})
@@ -97,6 +99,7 @@ def collect_demonstrations(
             "score": e.score,
             "return": e.episode_return,
             "turns": e.turns,
+            "error": e.error,
         }
         for e in rollout.episodes
     ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from arlarena_baselines.rollout import AgentResponder, InProcessEnvPool, Task, collect
 from arlarena_baselines.trainer.config import TrainConfig
-from arlarena_baselines.trainer.policy import env_factory
+from arlarena_baselines.trainer.envs import env_factory
 from wrappers.agents import make_agent
 from wrappers.agents.chat import ChatFormat
 from wrappers.agents.vocab import TaskVocabulary

@@ -1,8 +1,7 @@
 """``ARLArena/Bandit-v0``: pick the arm that pays, in the study's strict response format.
 
-Holds :class:`BanditEnv` and registers its prompt template ``bandit`` in
-:data:`wrappers.templates.TEMPLATES` (the template text is short, so tiny models see short
-prompts).
+Holds :class:`BanditEnv`. Its prompt template ``bandit`` lives with the others in
+:data:`wrappers.templates.TEMPLATES` (its text is short, so tiny models see short prompts).
 """
 
 from __future__ import annotations
@@ -11,23 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from arlarena_envs.base import TextEnv, coerce_action
-from wrappers.templates import TEMPLATES, Template
 
 __all__ = ["ARMS", "BanditEnv"]
 
 ARMS: tuple[str, ...] = ("red", "green", "blue", "yellow")
 TASK = "Pull the arm that pays."
-
-TEMPLATES.setdefault(
-    "bandit",
-    Template(
-        "You play a bandit. Your task is to: {task_description} «Prior to this step, you have "
-        "already taken {step_count} step(s): {action_history} »Now: {current_observation} "
-        "Your admissible actions are [{admissible_actions}]. Think inside <think> </think> "
-        "tags, then give one admissible action inside <action> </action> tags.",
-        lambda actions: ", ".join(f"'{a}'" for a in actions),
-    ),
-)
 
 
 class BanditEnv(TextEnv):

@@ -1,6 +1,8 @@
-"""WebShop: a Flask shop with a generated catalogue (or the original files), BM25 search set up
-as pyserini's, WebShop's reward as the study's copy scores it, and a text env that drives the
-shop like a browser.
+"""WebShop: a Flask shop, its catalogue, search and reward, and a text env that browses it.
+
+The catalogue is generated (or read from the original files), BM25 search is set up as
+pyserini's, WebShop's reward is scored as the study's copy scores it, and the text env drives
+the shop like a browser.
 
 Modules, one job each: ``vocabulary`` (word lists), ``schema`` (product / goal records),
 ``catalogue`` (the seeded generator), ``goals`` (synthetic goals, instructions, splits),

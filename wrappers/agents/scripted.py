@@ -66,7 +66,8 @@ class ExpertAgent(Agent):
         responses = []
         for request in requests:
             if request.env is None:
-                raise ValueError("the expert agent needs the env in each AgentRequest")
+                raise ValueError("the expert agent reads its env, so its envs must step in "
+                                 "this process (env workers 0)")
             unwrapped = request.env.unwrapped
             if type(unwrapped).expert_action is TextEnv.expert_action:
                 name = request.env.spec.id if request.env.spec else type(request.env).__name__
