@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-RUN_EXTRAS ?= train,math,webshop,alfworld,plot
-EXTRAS ?= $(RUN_EXTRAS),api,vllm,openrlhf,dev
+RUN_EXTRAS ?= train,math,webshop,alfworld,plot,api
+EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
