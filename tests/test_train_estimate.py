@@ -31,7 +31,7 @@ def test_a_run_of_more_than_an_hour_says_so_and_names_the_recipe(tmp_path, capsy
     finally:
         trainer.close()
     assert estimate.turn_s > 0 and estimate.turns == 3 and estimate.steps == 100_000_000
-    assert estimate.step_s == pytest.approx(estimate.turn_s * 3)
+    assert estimate.step_s == pytest.approx(estimate.turn_s * 2 * 3)  # 2 groups x 3 turns
     assert estimate.total_s > estimate.steps * estimate.step_s  # the evaluations on top
     assert message is not None and capsys.readouterr().err.strip() == message
     assert "configs/recipe/sokoban-rl.yaml" in message and "100000000 steps" in message

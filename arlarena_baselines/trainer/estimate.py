@@ -29,10 +29,10 @@ RECIPES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class RunEstimate:
-    """A run's expected length: ``turn_s`` for the first turn of a step's rollouts (measured:
-    every group, every rollout), ``step_s`` for a step's rollouts (all ``turns`` of the limit)
-    and ``total_s`` for the remaining ``steps`` and the held-out evaluations. Policy updates
-    come on top."""
+    """A run's expected length: ``turn_s`` for the first turn of one group (measured),
+    ``step_s`` for a step's rollouts (every group, all ``turns`` of the limit) and ``total_s``
+    for the remaining ``steps`` and the held-out evaluations. Policy updates come on top;
+    rollouts in larger batches decode faster per rollout, so the rest is an upper estimate."""
 
     turn_s: float
     turns: int
@@ -42,23 +42,24 @@ class RunEstimate:
 
 
 def run_estimate(trainer: Any) -> RunEstimate:
-    """Time the first turn of a step's rollouts of ``trainer`` and scale it to the run.
+    """Time the first turn of one group of ``trainer``'s rollouts and scale it to the run (one
+    group: a whole step's first turn of SmolLM2 on a CPU takes tens of minutes itself).
 
     The measurement leaves the run as it was: its draws come from a stream of their own
     (:func:`~arlarena_baselines.rollout.call_seed`), and the first step resets the envs it used.
     """
     c, r = trainer.config, trainer.config.rollout
     turns = r.max_turns or ENV_SPECS[resolve_env_id(r.env)].max_episode_steps
-    tasks = [Task(f"estimate{g}", r.seed + g) for g in range(r.n_groups)]
     start = time.perf_counter()
-    collect(trainer.pool, trainer.policy.responder(trainer.sampling), tasks, r.group_size,
-            max_turns=1, reset_options=r.reset_options or None, seed=call_seed(c.run.seed),
+    collect(trainer.pool, trainer.policy.responder(trainer.sampling),
+            [Task("estimate", r.seed)], r.group_size, max_turns=1,
+            reset_options=r.reset_options or None, seed=call_seed(c.run.seed),
             scorer=trainer.policy.score)
     turn_s = time.perf_counter() - start
     steps = c.rl.steps - trainer.step
-    step_s = turn_s * turns
+    step_s = turn_s * r.n_groups * turns
     evals = (steps // c.eval.every if c.eval.every > 0 else 1) if c.eval.episodes else 0
-    eval_s = step_s * c.eval.episodes / (r.n_groups * r.group_size)
+    eval_s = turn_s / r.group_size * c.eval.episodes * turns
     return RunEstimate(turn_s, turns, step_s, steps * step_s + evals * eval_s, steps)
 
 
@@ -78,10 +79,10 @@ def warn_if_long(trainer: Any, limit_s: float = HOUR) -> str | None:
     instead = RECIPES.get(env, f"arlarena train openrlhf on GPUs (e.g. `arlarena train "
                                f"openrlhf {r.env} {trainer.method.name}`)")
     message = (
-        f"This run will take up to {_duration(e.total_s)} on this machine: the first turn of a "
-        f"step's {r.n_groups} x {r.group_size} rollouts took {e.turn_s:.0f} s, so a step's "
-        f"rollouts (up to {e.turns} turns) take up to {_duration(e.step_s)}, for {e.steps} "
-        f"steps and the held-out evaluations, updates not counted. Instead: {instead}; "
+        f"This run will take up to {_duration(e.total_s)} on this machine: the first turn of "
+        f"one group ({r.group_size} rollouts) took {e.turn_s:.0f} s, and a step runs "
+        f"{r.n_groups} groups x up to {e.turns} turns (up to {_duration(e.step_s)}), for "
+        f"{e.steps} steps and the held-out evaluations, updates not counted. Instead: {instead}; "
         "or fewer rollouts (--rollout.n_groups, --rollout.group_size, --rollout.max_turns, "
         "--rollout.max_new_tokens, --steps)."
     )
