@@ -21,8 +21,9 @@ from wrappers.agents.base import Agent, AgentRequest
 
 __all__ = ["AgentServer", "Reply", "agent_reply", "completion", "request_messages"]
 
-Reply = Callable[[list[dict[str, Any]], dict[str, Any]], str]
-"""The text of an answer, from the request's messages and its whole body."""
+Reply = Callable[[list[dict[str, Any]], dict[str, Any]], "str | tuple[str, dict[str, int]]"]
+"""The text of an answer, from the request's messages and its whole body; with its token
+counts (``prompt_tokens``, ``completion_tokens``) where the replier knows them."""
 
 
 def request_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -30,10 +31,14 @@ def request_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return body.get("messages") or [{"role": "user", "content": body.get("prompt", "")}]
 
 
-def completion(body: dict[str, Any], content: str, number: int) -> dict[str, Any]:
-    """The JSON of answer ``number``: ``content`` as the request's kind of completion, its
-    token counts in words."""
-    prompt_tokens = sum(len(str(m["content"]).split()) for m in request_messages(body))
+def completion(
+    body: dict[str, Any], content: str, number: int, tokens: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """The JSON of answer ``number``: ``content`` as the request's kind of completion, with
+    ``tokens`` as its usage (default: counted in words)."""
+    if tokens is None:
+        words = sum(len(str(m["content"]).split()) for m in request_messages(body))
+        tokens = {"prompt_tokens": words, "completion_tokens": len(content.split())}
     text = "prompt" in body
     answer = {"text": content} if text else {"message": {"role": "assistant", "content": content}}
     return {
@@ -42,8 +47,7 @@ def completion(body: dict[str, Any], content: str, number: int) -> dict[str, Any
         "created": int(time.time()),
         "model": body["model"],
         "choices": [{"index": 0, "finish_reason": "stop", **answer}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
-                  "total_tokens": prompt_tokens + len(content.split())},
+        "usage": {**tokens, "total_tokens": tokens["prompt_tokens"] + tokens["completion_tokens"]},
     }
 
 
@@ -92,7 +96,9 @@ class AgentServer:
         """``(status, JSON or raw bytes, headers)`` of request ``number``; ``None``: no answer."""
         if self.reply is None or body.get("model") != self.model:
             return 404, {"error": {"message": f"no model {body.get('model')}"}}, {}
-        return 200, completion(body, self.reply(request_messages(body), body), number), {}
+        answer = self.reply(request_messages(body), body)
+        content, tokens = answer if isinstance(answer, tuple) else (answer, None)
+        return 200, completion(body, content, number, tokens), {}
 
     @property
     def base_url(self) -> str:
@@ -110,12 +116,15 @@ class AgentServer:
 def agent_reply(agent: Agent) -> Reply:
     """``agent`` answering the text of each request's messages, one request at a time (local
     models are not thread-safe), from the stream of the request's ``seed``: the same request
-    gets the same answer. The request's sampling settings are the agent's own, not the body's."""
+    gets the same answer, with the agent's token counts. The request's sampling settings are the
+    agent's own, not the body's."""
     lock = threading.Lock()
 
-    def reply(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
+    def reply(messages: list[dict[str, Any]], body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         prompt = "\n".join(str(m["content"]) for m in messages)
         with lock:
-            return agent.act([AgentRequest(prompt, episode_id=f"seed={body.get('seed')}")])[0]
+            text = agent.act([AgentRequest(prompt, episode_id=f"seed={body.get('seed')}")])[0]
+            used = agent.usage()
+        return text, {key: int(used.get(key, 0)) for key in ("prompt_tokens", "completion_tokens")}
 
     return reply
