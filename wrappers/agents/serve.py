@@ -123,6 +123,7 @@ def agent_reply(agent: Agent) -> Reply:
     def reply(messages: list[dict[str, Any]], body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         prompt = "\n".join(str(m["content"]) for m in messages)
         with lock:
+            agent.usage()  # counters are reset on read: this request's alone follow
             text = agent.act([AgentRequest(prompt, episode_id=f"seed={body.get('seed')}")])[0]
             used = agent.usage()
         return text, {key: int(used.get(key, 0)) for key in ("prompt_tokens", "completion_tokens")}
