@@ -1,12 +1,13 @@
 # `make run`: set up .venv with what the main job needs and run it (CPU, no downloads): every
-# env with its expert / scripted and random agents, SmolLM2, a short behaviour-cloning run.
-# `make install` / `make test`: the full set (vLLM, OpenRLHF, DeepSpeed, test tools), every test.
+# env with its expert / scripted and random agents, SmolLM2 (also as an API model), a short
+# behaviour-cloning run. `make install` / `make test`: the full set (vLLM, OpenRLHF, DeepSpeed,
+# TRL, test tools), every test. Both install the system packages they need first.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-RUN_EXTRAS ?= train,math,webshop,alfworld,plot
-EXTRAS ?= $(RUN_EXTRAS),api,vllm,openrlhf,dev
+RUN_EXTRAS ?= train,math,webshop,alfworld,plot,api
+EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
@@ -32,9 +33,15 @@ $(VENV)/.installed: $(VENV)/.installed-run
 	$(PIP) install -q --no-deps openrlhf==0.11.2
 	touch $@
 
-install: $(VENV)/.installed
+# First the system packages (scripts/system-packages.sh: installed when root or with sudo
+# without a password, else one line naming the command), before any other work.
+install:
+	@scripts/system-packages.sh install $(PYTHON)
+	@$(MAKE) --no-print-directory $(VENV)/.installed
 
-run: $(VENV)/.installed-run
+run:
+	@scripts/system-packages.sh run $(PYTHON)
+	@$(MAKE) --no-print-directory $(VENV)/.installed-run
 	$(VENV)/bin/arlarena demo --out results/make-run
 
 # pytest exits 5 when it collects no test: report it, but it is not a failing test.

@@ -11,11 +11,14 @@ Holds:
       the escape ``\\xNN``; with a limit, too long a text loses its middle. It lives in
       :mod:`arlarena_envs.text_rule` (standard library only, so that the TIR sandbox applies
       the same rule to everything it hands out) and is re-exported here.
+    * Gymnasium's ``flatten``, ``unflatten`` and shared-memory read for :class:`TextSpace`,
+      vectorised, the read a live view (:class:`SharedTexts`): what ``AsyncVectorEnv`` needs.
     * :class:`TextEnv` -- the base class: string observations and actions, an ``info`` dict with
       ``task``, ``admissible_actions``, ``won``, ``anchor`` (and ``action_is_valid`` after a step),
       and the :meth:`TextEnv.expert_action` hook privileged agents use. It is the env's text
       boundary: every subclass's ``step`` gets its action through :func:`coerce_action`, and
-      what ``reset``, ``step`` and ``render`` return goes through :func:`clean_text`.
+      what ``reset``, ``step`` and ``render`` return goes through :func:`clean_text`. It pickles
+      as its spec and state (:mod:`arlarena_envs.snapshots`).
     * :func:`coerce_action` -- turns whatever a caller passes as an action into a bounded, clean
       ``str`` so that hostile input (bytes, huge strings, ``None``, NUL, lone surrogates) never
       raises inside an env.
@@ -23,16 +26,21 @@ Holds:
 
 from __future__ import annotations
 
+import copy
 import functools
+import operator
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Iterator, Sequence, Set
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.spaces.space import Space
+from gymnasium.spaces.utils import flatten, unflatten
+from gymnasium.vector.utils import read_from_shared_memory
 
+from arlarena_envs.snapshots import Episode, remake, snapshot
 from arlarena_envs.text_rule import (
     MAX_OBS_CHARS,
     OUTSIDE,
@@ -45,6 +53,7 @@ __all__ = [
     "MAX_ACTION_CHARS",
     "MAX_OBS_CHARS",
     "TEXT_CHARSET",
+    "SharedTexts",
     "TextCharset",
     "TextEnv",
     "TextSpace",
@@ -57,6 +66,7 @@ __all__ = [
 MAX_ACTION_CHARS = 1_000_000
 """Actions longer than this are cut before parsing: no env needs more, and it bounds work."""
 
+_LOWS = np.asarray([lo for lo, _ in RANGES])
 _STARTS = tuple(np.cumsum([0] + [hi - lo + 1 for lo, hi in RANGES])[:-1].tolist())
 
 
@@ -96,11 +106,49 @@ class TextCharset(Set[str]):
         """The code points at ``positions`` (the inverse of :meth:`index`, vectorised)."""
         positions = np.asarray(positions, dtype=np.int64)
         k = np.searchsorted(_STARTS, positions, side="right") - 1
-        return np.asarray([lo for lo, _ in RANGES])[k] + positions - np.asarray(_STARTS)[k]
+        return _LOWS[k] + positions - np.asarray(_STARTS)[k]
+
+    def positions(self, text: str) -> np.ndarray:
+        """The positions of ``text``'s characters (:meth:`index` for a whole string, vectorised;
+        ``KeyError`` if one is not admitted)."""
+        outside = OUTSIDE.search(text)
+        if outside is not None:
+            raise KeyError(outside.group())
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        k = np.searchsorted(_LOWS, codes, side="right") - 1
+        return np.asarray(_STARTS)[k] + codes - _LOWS[k]
+
+    def text_at(self, positions: np.ndarray) -> str:
+        """The string of the characters at ``positions``; positions past the set (Gymnasium's
+        padding) are skipped."""
+        positions = np.asarray(positions, dtype=np.int64)
+        codes = self.at(positions[(positions >= 0) & (positions < len(self))])
+        return codes.astype(np.uint32).tobytes().decode("utf-32-le")
+
+
+class _CharacterList(Sequence[str]):
+    """:data:`TEXT_CHARSET` in code-point order as a sequence that is never built: indexing is
+    one lookup, where a tuple of it would hold a million strings."""
+
+    def __len__(self) -> int:
+        return len(TEXT_CHARSET)
+
+    def __getitem__(self, position: Any) -> str:  # type: ignore[override]
+        position = operator.index(position)
+        if not -len(self) <= position < len(self):
+            raise IndexError(position)
+        return chr(int(TEXT_CHARSET.at([position % len(self)])[0]))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """All the characters as one ``<U1`` array (4.4 MB; what ``Text``'s masked sampling
+        draws from): the code points themselves are numpy's UCS-4 strings."""
+        codes = TEXT_CHARSET.at(np.arange(len(self))).astype(np.uint32).view("<U1")
+        return codes if dtype is None else codes.astype(dtype)
 
 
 TEXT_CHARSET = TextCharset()
 """Every character an observation or action may hold (see :class:`TextCharset`)."""
+_CHARACTER_LIST = _CharacterList()
 
 
 class TextSpace(spaces.Text):
@@ -109,7 +157,9 @@ class TextSpace(spaces.Text):
     It behaves as ``Text(max_length, min_length=..., charset=TEXT_CHARSET)`` would, without
     building Gymnasium's per-character tables for a million characters: ``contains`` is one
     regular-expression pass, ``sample`` draws code points uniformly from the admitted ranges,
-    and the character list is built only if asked for (character masks, ``unflatten``).
+    and ``character_list`` is a sequence computed on indexing. ``flatten`` and ``unflatten``
+    have vectorised versions for it, and the async vector env's shared-memory read gives a live
+    view (:class:`SharedTexts`), so ``AsyncVectorEnv`` with its defaults works on every env.
     """
 
     def __init__(
@@ -144,15 +194,15 @@ class TextSpace(spaces.Text):
         return TEXT_CHARSET
 
     @property
-    def character_list(self) -> tuple[str, ...]:
-        return tuple(TEXT_CHARSET)
+    def character_list(self) -> Sequence[str]:  # type: ignore[override]
+        return _CHARACTER_LIST
 
     def character_index(self, char: str) -> np.int32:
         return np.int32(TEXT_CHARSET.index(char))
 
     @property
     def characters(self) -> str:
-        return "".join(TEXT_CHARSET)
+        return TEXT_CHARSET.text_at(np.arange(len(TEXT_CHARSET)))
 
     def __repr__(self) -> str:
         return f"TextSpace({self.min_length}, {self.max_length}, charset=TEXT_CHARSET)"
@@ -162,6 +212,51 @@ class TextSpace(spaces.Text):
             isinstance(other, TextSpace)
             and (self.min_length, self.max_length) == (other.min_length, other.max_length)
         )
+
+
+@flatten.register(TextSpace)
+def _flatten_text(space: TextSpace, x: str) -> np.ndarray:
+    """``Text``'s flattening (character positions padded with the set's size), vectorised."""
+    flat = np.full(space.max_length, len(TEXT_CHARSET), dtype=np.int32)
+    positions = TEXT_CHARSET.positions(x)
+    flat[: len(positions)] = positions
+    return flat
+
+
+@unflatten.register(TextSpace)
+def _unflatten_text(space: TextSpace, x: np.ndarray) -> str:
+    return TEXT_CHARSET.text_at(x)
+
+
+class SharedTexts(Sequence[str]):
+    """The async vector env's text observations in its shared memory, decoded when read.
+
+    ``AsyncVectorEnv`` reads its shared memory once, when it is made, and counts on the result
+    being a view of it (numpy arrays are); a tuple of strings would hold the first values
+    forever. This view decodes the current contents on indexing, and its deep copy (what the
+    vector env returns with its default ``copy=True``) is a plain tuple of the strings.
+    """
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> str:  # type: ignore[override]
+        return TEXT_CHARSET.text_at(self._rows[operator.index(index)])
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
+@read_from_shared_memory.register(TextSpace)
+def _read_text_from_shared_memory(space: TextSpace, shared_memory: Any, n: int = 1) -> SharedTexts:
+    data = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)
+    return SharedTexts(data.reshape(n, space.max_length))
 
 
 def text_space(max_length: int = MAX_OBS_CHARS) -> TextSpace:
@@ -203,8 +298,10 @@ def _observation_out(env: TextEnv, obs: Any) -> Any:
 
 def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(reset)
-    def guarded(self: TextEnv, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = reset(self, *args, **kwargs)
+    def guarded(self: TextEnv, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        rng = copy.deepcopy(self.np_random)
+        obs, info = reset(self, **kwargs)
+        self._episode = Episode(rng, copy.deepcopy(kwargs))
         return _observation_out(self, obs), _clean_value(info)
 
     return guarded
@@ -213,7 +310,10 @@ def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(step)
     def guarded(self: TextEnv, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = step(self, coerce_action(action))
+        action = coerce_action(action)
+        obs, reward, terminated, truncated, info = step(self, action)
+        if self._episode is not None:
+            self._episode.actions.append(action)
         return _observation_out(self, obs), reward, terminated, truncated, _clean_value(info)
 
     return guarded
@@ -245,7 +345,16 @@ class TextEnv(gym.Env[str, str]):
     :func:`clean_text`, cut to ``observation_space.max_length``, and so do every string of
     ``info`` and a text frame of ``render``. Whatever a model writes or a program prints, the
     observation is then a member of ``observation_space`` and every string encodes as UTF-8.
+
+    An env pickles and deep-copies as its spec and state (:mod:`arlarena_envs.snapshots`): the
+    arguments it was constructed with, its last reset and the actions since. Loading
+    constructs it again, so live resources (a sandbox pool, a Flask app, a planner) are
+    rebuilt, not copied, and replays the episode: the copy's next observation is the
+    original's. A subclass whose steps should not be replayed overrides :meth:`_progress`.
     """
+
+    _episode: Episode | None = None
+    """The current episode's reset and actions (set by ``reset``, grown by ``step``)."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     prompt_template: ClassVar[str] = ""
@@ -255,6 +364,22 @@ class TextEnv(gym.Env[str, str]):
 
     observation_space = text_space()
     action_space = text_space(MAX_ACTION_CHARS)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TextEnv:
+        env = super().__new__(cls)
+        env._init_args = (args, kwargs)  # what :meth:`__reduce__` re-makes the env from
+        return env
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return remake, (type(self), *self._init_args, snapshot(self))
+
+    def _progress(self) -> Any:
+        """The episode's state to restore in place of replaying its actions; ``None`` (the
+        default): replay them. For envs whose steps are costly or not repeatable."""
+        return None
+
+    def _resume(self, progress: Any) -> None:
+        """Restore what :meth:`_progress` saved, just after the episode's reset was replayed."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

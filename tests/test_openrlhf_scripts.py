@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 pytest.importorskip("openrlhf")
 
 from arlarena_baselines.algos import METHODS, get_method, study_method
+from arlarena_baselines.cli import main
 from arlarena_baselines.openrlhf import launch
 from arlarena_baselines.openrlhf.cli import OpenRLHFArgumentError, parse_train_args
 from arlarena_baselines.openrlhf.settings import task_from_label
@@ -113,7 +115,7 @@ def test_webshop_uses_the_studys_webshop_settings():
 def test_the_entropy_flag_only_when_its_coefficient_is_not_zero(monkeypatch):
     # Any --actor.entropy_coef, 0 included, makes OpenRLHF build the full-vocabulary softmax.
     zero = get_method("GRPO").with_overrides(entropy_coef=0.0)
-    monkeypatch.setattr(launch, "study_method", lambda name, env: zero)
+    monkeypatch.setattr(launch.Launch, "resolved", property(lambda self: zero))
     argv = launch.openrlhf_args(launch.Launch("sokoban", "GRPO"))
     assert "--actor.entropy_coef" not in argv
     assert parse_train_args(argv).actor.entropy_coef is None
@@ -135,6 +137,31 @@ def test_cluster_shape_and_extra_flags_reach_openrlhf():
     assert args.actor.model_name_or_path == "/models/qwen"
     with pytest.raises(OpenRLHFArgumentError):
         parse_train_args([*argv, "--no-such-flag"])
+
+
+def test_a_dry_run_refuses_flags_openrlhf_refuses(capsys, tmp_path):
+    """`--dry-run` checks the command as a launch does: OpenRLHF's parser sees the extra flags."""
+    argv = ["train", "openrlhf", "sokoban", "GRPO", "--dry-run", "--out", str(tmp_path / "run")]
+    assert main([*argv, "--", "--bogus.flag"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--bogus.flag" in captured.err
+    assert "error: OpenRLHF's parser rejected the command" in captured.err
+    assert main([*argv, "--", "--vllm.enforce_eager"]) == 0
+    assert "--vllm.enforce_eager" in shlex.split(capsys.readouterr().out)
+    assert main(["eval", "--env", "sokoban", "--", "--vllm.enforce_eager"]) == 2
+    assert "eval takes no arguments after `--`" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_arlarena_train_lists_openrlhf_and_its_help_shows_the_defaults(capsys):
+    assert main(["train", "--help"]) == 0
+    assert re.search(r"^\s+openrlhf\s+RL with a method of METHODS on a Ray cluster",
+                     capsys.readouterr().out, re.MULTILINE)
+    assert main(["train", "openrlhf", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for flag, default in (("--model MODEL", "Qwen/Qwen3-4B"), ("--nodes NODES", "1"),
+                          ("--gpus-per-node GPUS_PER_NODE", "8"), ("--steps STEPS", "100")):
+        assert re.search(f"{re.escape(flag)} .*?default: {re.escape(default)}\\b", shown), flag
 
 
 def test_the_shell_script_prints_the_same_command():

@@ -13,6 +13,7 @@ import arlarena_baselines.rollout.templates  # noqa: F401  (registers sokoban_co
 import arlarena_envs  # noqa: F401
 from arlarena_baselines.rollout.envs import EnvFactory
 from arlarena_envs.alfworld.env import ALFWorldEnv
+from arlarena_envs.webshop.textmode import without_instruction
 from wrappers import PromptWrapper, format_response
 from wrappers.prompt import NOT_UNDERSTOOD
 from wrappers.templates import TEMPLATES, render_prompt
@@ -208,23 +209,25 @@ def test_webshop_first_and_third_prompts_are_the_studys():
     env = PromptWrapper(seen)
     first, info = env.reset(seed=0)
     listed = lambda info: "\n".join(f"'{a}'," for a in info["admissible_actions"])  # noqa: E731
-    shown = seen.seen
+    # The bare env shows its instruction on a first line; the study's prompt states it instead.
+    assert seen.seen[0].startswith(f"Instruction: {info['task']}\n")
+    shown = lambda k: without_instruction(seen.seen[k])  # noqa: E731
     # prompts/webshop.py:17-29 (a space ends its first line); env_manager.py:484 lists actions.
     assert first == (
         "\nYou are an expert autonomous agent operating in the WebShop e‑commerce environment. \n"
-        f"Your task is to: {info['task']}.\nYour current observation is: {shown[0]}.\n"
+        f"Your task is to: {info['task']}.\nYour current observation is: {shown(0)}.\n"
         + WEBSHOP_TAIL.format(actions=listed(info))
     )
     env.step(format_response("find it", "search[Area Rug]"))
     response = "Let me think about which Product To Click"
     third, _, _, _, info = env.step(response)
-    pairs = [(shown[0], "search[area rug]"), (shown[1], response[-30:])]
+    pairs = [(shown(0), "search[area rug]"), (shown(1), response[-30:])]
     # prompts/webshop.py:31-44.
     assert third == (
         "\nYou are an expert autonomous agent operating in the WebShop e‑commerce environment.\n"
         f"Your task is to: {info['task']}.\n"
         + PRIOR.format(n=2, word="observations", history=history(pairs))
-        + f"You are now at step 3 and your current observation is: {shown[2]}.\n"
+        + f"You are now at step 3 and your current observation is: {shown(2)}.\n"
         + WEBSHOP_TAIL.format(actions=listed(info))
     )
 

@@ -42,7 +42,8 @@ def test_registered_with_the_studys_turn_limit() -> None:
 
 def test_reset_picks_tasks_reproducibly(env: TIRMathEnv) -> None:
     obs, info = env.reset(seed=11)
-    assert obs == "" and info["anchor"] == "" and info["admissible_actions"] == []
+    assert obs == info["task"]  # a bare env shows the question
+    assert info["anchor"] == info["response_prefix"] == "" and info["admissible_actions"] == []
     other = TIRMathEnv(dataset="arithmetic", sandbox_limits=FAST)
     assert other.reset(seed=11)[1]["task"] == info["task"]
     assert env.reset(seed=12)[1]["task"] != info["task"]
@@ -60,14 +61,15 @@ def result(output: str) -> str:
 
 
 def test_a_step_is_cut_after_its_first_block_and_continued(env: TIRMathEnv) -> None:
-    env.reset(seed=0)
+    question, _ = env.reset(seed=0)
     first = code("print(6 * 7)")
     turn = first + "So far so good.\n```python\nprint('never runs')\n```\n"
     obs, reward, terminated, truncated, info = env.step(turn)
-    assert obs == first.rstrip("\n") + result("42\n")
+    assert obs == question + first.rstrip("\n") + result("42\n")
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert info["response_cut"] == len(first) - 1 and info["continuation"] == result("42\n")
-    assert info["anchor"] == info["response_prefix"] == obs and info["exec_status"] == "ok"
+    assert question + info["anchor"] == question + info["response_prefix"] == obs
+    assert info["exec_status"] == "ok"
     obs2, *_, info = env.step("Next:\n```py\nprint(2 ** 10)\n```")
     assert obs2 == obs + "Next:\n```py\nprint(2 ** 10)\n```" + result("1024\n")
 
@@ -147,9 +149,10 @@ def test_a_warning_hides_the_printed_answer_as_in_the_study(env: TIRMathEnv) -> 
 
 def test_context_budget_truncates() -> None:
     small = TIRMathEnv(dataset="arithmetic", max_context_chars=300, sandbox_limits=FAST)
-    small.reset(seed=0)
-    obs, _, terminated, truncated, _ = small.step(code("print(1)", "x" * 400))
-    assert (terminated, truncated) == (False, True) and len(obs) == 300
+    question, _ = small.reset(seed=0)
+    obs, _, terminated, truncated, info = small.step(code("print(1)", "x" * 400))
+    assert (terminated, truncated) == (False, True) and len(info["response_prefix"]) == 300
+    assert obs == question + info["response_prefix"]
     after = small.step("\\boxed{1}")
     assert after[:4] == (obs, 0.0, True, False) and after[4]["action_is_valid"] is False
 
@@ -217,7 +220,7 @@ User Question:
 def test_the_prompt_is_the_studys_then_the_response_so_far(env: TIRMathEnv) -> None:
     wrapped = PromptWrapper(env)
     prompt, info = wrapped.reset(seed=4)
-    template = render_prompt("tir_math", task=info["task"], observation="")
+    template = render_prompt("tir_math", task=info["task"], observation=info["task"])
     assert prompt == template == STUDY_PROMPT + info["task"]
     prompt2, *_, info = wrapped.step(code("print(2 ** 5)"))
     assert prompt2 == template + info["response_prefix"]

@@ -61,7 +61,8 @@ def test_search_page_text_and_admissible_actions(env: WebShopEnv) -> None:
     obs, info = env.reset(seed=3, options={"split": "eval"})
     task = info["task"]
     assert info["anchor"] == f"WebShop [SEP] Instruction: [SEP] {task} [SEP] Search"
-    assert obs == "'Search'"  # the agent view drops the instruction and quotes each element
+    # The agent view: the instruction on a line, then the page after it, each element quoted.
+    assert obs == f"Instruction: {task}\n'Search'"
     assert info["admissible_actions"] == [SEARCH_ENTRY, "click[search]"]  # as the original
     assert info["won"] is False and info["score"] == 0.0 and "action_is_valid" not in info
     assert (info["reward_rule"], info["pages"], info["noun_tagger"]) == (

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from arlarena_envs.sokoban.render import tiny_rgb_array
+from arlarena_envs.webshop.textmode import without_instruction
 
 __all__ = ["TEMPLATES", "Template", "format_history", "render_prompt"]
 
@@ -117,6 +118,7 @@ TEMPLATES: dict[str, Template] = {
         _WEBSHOP + " \nYour task is to: {task_description}.\nYour current observation is: "
         "{current_observation}.\n" + _WEBSHOP_TAIL,
         _quoted("\n", ","),
+        without_instruction,
         later=_WEBSHOP + "\nYour task is to: {task_description}.\n" + _history("observations")
         + "You are now at step {current_step} and your current observation is: "
         "{current_observation}.\n" + _WEBSHOP_TAIL,
@@ -146,7 +148,8 @@ TEMPLATES: dict[str, Template] = {
     ),
     "tir_math": Template(
         # The study's prompt, line for line (recipe/math_agent/config/math_agent_trainer.yaml,
-        # data.prompt), then the question; in the chat form the response so far follows.
+        # data.prompt), then the observation: the question, then the response so far (the
+        # chat form's assistant turn).
         "Solve the following problem step by step. You now have the ability to selectively write "
         "executable Python code to enhance your reasoning process. The Python code will be "
         "executed by an external sandbox, and the output (after \"Code execution result: \") is "
@@ -158,7 +161,7 @@ TEMPLATES: dict[str, Template] = {
         "of the 5 + 3 + 1294.678?, you can write:\n```py\nanswer = 5 + 3 + 1294.678\n"
         "final_answer(answer)\n```\n\nYou can also use \\boxed to return your answer. The last "
         "part of your response should be:\n\\boxed{{'The final answer goes here.'}}\n\nUser "
-        "Question:\n{task_description}{current_observation}",
+        "Question:\n{current_observation}",
         _quoted(", "),
     ),
     "bandit": Template(  # ARLArena/Bandit-v0's, short so that tiny models see short prompts

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from arlarena_baselines.cli._choices import ArenaParser
+from arlarena_baselines.cli._extras import missing_extra
 
 __all__ = ["build_parser", "main"]
 
@@ -32,13 +33,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arlarena`` console script; returns the exit code (2 for a bad
-    command line, after argparse's message)."""
+    command line, after argparse's message; 1 with one line naming the extra to install when
+    a command needs an optional part that is missing)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # What follows the first `--` is passed on as it is, to the commands that pass it on.
+    cut = argv.index("--") if "--" in argv else len(argv)
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv[:cut])
+        if cut < len(argv) and not hasattr(args, "passthrough"):
+            parser.error(f"{args.command} takes no arguments after `--`")
     except SystemExit as stop:  # --help, or a bad value: argparse has printed why
         return stop.code if isinstance(stop.code, int) else 0
+    if hasattr(args, "passthrough"):
+        args.passthrough = argv[cut + 1 :]
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted; results written so far are kept", file=sys.stderr)
         return 130
+    except ImportError as error:  # an optional part not installed: name its extra
+        message = missing_extra(error)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 1

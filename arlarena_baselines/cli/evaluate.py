@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from arlarena_baselines.cli._choices import AGENTS, ENVS, PANELS, SPLITS, check_split
+from arlarena_baselines.cli._extras import missing_extra
 
 __all__ = ["register"]
 
@@ -256,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 agent = make_agent(name, **_agent_options(name, args, shared))
             except (ValueError, ModuleNotFoundError, OSError) as error:
-                print(f"error: agent {name!r}: {error}", file=sys.stderr)
+                print(missing_extra(error) or f"error: agent {name!r}: {error}", file=sys.stderr)
                 return 2
             label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{env_id.split('/')[-1]}__{agent.name}")
             path = Path(args.out) / f"{label}.jsonl"

@@ -100,8 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train",
         help="behaviour cloning and RL of an LLM agent",
         description="Train a policy on an ARLArena env: `sft` clones an agent's good "
-        "trajectories, `rl` runs any method of METHODS, `write-configs` writes "
-        "configs/rl/<METHOD>.yaml and configs/rl/webshop/<METHOD>.yaml.",
+        "trajectories, `rl` runs any method of METHODS on this machine, `openrlhf` on a Ray "
+        "cluster of GPUs through OpenRLHF, `write-configs` writes configs/rl/<METHOD>.yaml and "
+        "configs/rl/webshop/<METHOD>.yaml.",
     )
     sub = p.add_subparsers(dest="phase", required=True, metavar="PHASE")
     rl = sub.add_parser("rl", help="RL with a method of METHODS",
@@ -128,10 +129,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--resume", action="store_true", help="continue the results files in "
                          "--out: their finished episodes are kept, not played again")
     compare.set_defaults(func=run_compare)
+    _add_openrlhf(sub)
     write = sub.add_parser("write-configs",
                            help="write configs/rl/[webshop/]<METHOD>.yaml for METHODS")
     write.add_argument("--dir", default="configs/rl", help="target folder")
     write.set_defaults(func=run_write_configs)
+
+
+def _add_openrlhf(sub: argparse._SubParsersAction) -> None:
+    from arlarena_baselines.openrlhf.launch import ENVS, Launch
+
+    p = sub.add_parser(
+        "openrlhf", help="RL with a method of METHODS on a Ray cluster of GPUs (OpenRLHF)",
+        description="Submit `python3 -m openrlhf.cli.train_ppo_ray` with ARLArena's agent and "
+        "plug-in to a Ray cluster (OpenRLHF + DeepSpeed + vLLM), at the study's settings for "
+        "the env and the method. Arguments after `--` go to OpenRLHF as they are; OpenRLHF's own "
+        "parser checks the whole command first, with --dry-run too (it needs the openrlhf "
+        "extra, not a GPU).",
+    )
+    p.add_argument("env", choices=sorted(ENVS), help="the env (an OpenRLHF run of it)")
+    p.add_argument("method", type=FIELD_CHOICES.get("rl.method"), help="a method of METHODS")
+    p.add_argument("--model", default=Launch.model,
+                   help="Hugging Face model path or id (default: %(default)s)")
+    p.add_argument("--nodes", type=int, default=Launch.nodes, help="default: %(default)s")
+    p.add_argument("--gpus-per-node", type=int, default=Launch.gpus_per_node,
+                   help="default: %(default)s")
+    p.add_argument("--steps", type=int, default=Launch.steps,
+                   help="training steps; the run stops after them (default: %(default)s)")
+    p.add_argument("--out", default=None, help="run folder, on storage every node sees "
+                   "(default: runs/openrlhf/ENV-METHOD)")
+    p.add_argument("--address", default=Launch.address,
+                   help="the Ray dashboard address (default: %(default)s)")
+    p.add_argument("--panel", default=None, type=PANELS, help="training tasks: a task panel "
+                   "of data/ on the env (its seeds are cycled if the run needs more)")
+    p.add_argument("--eval-panel", default=None, type=PANELS,
+                   help="held-out tasks: a task panel of data/")
+    p.add_argument("--chat-template-kwargs", default="{}", type=json.loads,
+                   help='JSON keyword arguments of the chat template (\'{"enable_thinking": '
+                   "false}' for Qwen3; default: {})")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the command with OpenRLHF's parser and print it; write nothing")
+    p.set_defaults(func=run_openrlhf, passthrough=[])
 
 
 def check_keys(items: Iterable[str]) -> None:
@@ -348,6 +386,18 @@ def run_compare(args: argparse.Namespace) -> int:
               f"{row['success_diff_se']:.3f} | {z:+.1f} |")
     print(f"results (arlarena report, analyze) and rows: {config.run.out}")
     return 0
+
+
+def run_openrlhf(args: argparse.Namespace) -> int:
+    from arlarena_baselines.openrlhf import launch
+    from arlarena_baselines.openrlhf.cli import OpenRLHFArgumentError
+    from arlarena_envs.panels import PanelError
+
+    try:
+        return launch.run(args, args.passthrough)
+    except (OpenRLHFArgumentError, PanelError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
 
 def run_write_configs(args: argparse.Namespace) -> int:

@@ -42,7 +42,8 @@ def _is_main_guard(test: ast.expr) -> bool:
 def _main_block() -> tuple[ast.Module, str]:
     spec = importlib.util.find_spec(MODULE)
     if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(f"{MODULE} is not installed (pip install --no-deps openrlhf)")
+        raise ModuleNotFoundError(f"{MODULE} is not installed (pip install --no-deps openrlhf)",
+                                  name=MODULE)
     tree = ast.parse(Path(spec.origin).read_text(), spec.origin)
     guard = next(
         (node for node in tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)),

@@ -1,15 +1,16 @@
 """One OpenRLHF run of an env × method with the study's settings, as a ``ray job submit`` command.
 
-``scripts/openrlhf/train.sh ENV METHOD [options] [-- extra OpenRLHF flags]`` calls
-``python -m arlarena_baselines.openrlhf.launch``. It writes the task datasets (one row per env
+``arlarena train openrlhf ENV METHOD [options] [-- extra OpenRLHF flags]`` (also
+``scripts/openrlhf/train.sh``) calls :func:`run`. It writes the task datasets (one row per env
 seed, :func:`write_tasks`) under ``--out`` and submits
 ``python3 -m openrlhf.cli.train_ppo_ray`` to the Ray cluster, with the agent (:mod:`.agent`)
 as ``--train.agent_func_path`` and a runtime env that runs the plug-in (:mod:`.plugin`) in
 every worker and names the env and the method (:mod:`.settings`). ``--dry-run`` prints the
-command and writes nothing. A real launch first checks the command with OpenRLHF's own
-parser (:mod:`.cli`). ``--panel`` / ``--eval-panel`` take the training / held-out tasks from
-task panels of ``data/`` (checked against their hashes; the panels' names and hashes are kept
-in ``tasks/panels.json``); ``--chat-template-kwargs`` reaches the agent's chat template.
+command and writes nothing. Both first check the command, extra flags included, with
+OpenRLHF's own parser and checks (:mod:`.cli`). ``--panel`` / ``--eval-panel`` take the
+training / held-out tasks from task panels of ``data/`` (checked against their hashes; the
+panels' names and hashes are kept in ``tasks/panels.json``); ``--chat-template-kwargs`` reaches
+the agent's chat template.
 
 Settings: the method's hyperparameters are the study's on the env
 (:func:`~arlarena_baselines.algos.study_method`, sent as ``ARLARENA_METHOD_OVERRIDES``: what
@@ -36,13 +37,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arlarena_baselines.algos import Method, get_method, method_fields, study_method
-from arlarena_baselines.openrlhf import settings
-from arlarena_baselines.openrlhf.settings import Task
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_envs.registration import ENV_SPECS, env_sampling, resolve_env_id
+
+if TYPE_CHECKING:
+    from arlarena_baselines.algos import Method
 
 __all__ = [
     "AGENT_FILE",
@@ -53,6 +54,7 @@ __all__ = [
     "main",
     "openrlhf_args",
     "panel_tasks",
+    "run",
     "runtime_env",
     "submit_command",
     "write_tasks",
@@ -122,11 +124,15 @@ class Launch:
     @property
     def resolved(self) -> Method:
         """The method at the study's settings on this env."""
+        from arlarena_baselines.algos import study_method
+
         return study_method(self.method, self.run.env)
 
     @property
     def overrides(self) -> dict[str, Any]:
         """What the study changes on this env from the method of ``METHODS``."""
+        from arlarena_baselines.algos import get_method, method_fields
+
         base, method = get_method(self.method), self.resolved
         return {k: getattr(method, k) for k in method_fields(method)
                 if getattr(method, k) != getattr(base, k)}
@@ -145,6 +151,8 @@ class Launch:
 
 def write_tasks(path: Path, env: str, seeds: Sequence[int], options: dict[str, Any]) -> Path:
     """A JSONL prompt dataset: one task per seed (``prompt`` names it, ``label`` holds it)."""
+    from arlarena_baselines.openrlhf.settings import Task
+
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
         for seed in seeds:
@@ -228,6 +236,8 @@ def openrlhf_args(launch: Launch) -> list[str]:
 
 def runtime_env(launch: Launch) -> dict[str, Any]:
     """Ray's runtime env of the job: the plug-in's setup hook and the ``ARLARENA_*`` settings."""
+    from arlarena_baselines.openrlhf import settings
+
     c, run = TrainConfig(), launch.run
     env_vars = {
         settings.ENV: run.env,
@@ -255,32 +265,6 @@ def submit_command(launch: Launch, extra: Sequence[str] = ()) -> list[str]:
     ]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="scripts/openrlhf/train.sh",
-        description="Train on an ARLArena env with a method of METHODS on a Ray cluster "
-        "(OpenRLHF + DeepSpeed + vLLM). Arguments after `--` go to OpenRLHF as they are.",
-    )
-    p.add_argument("env", choices=sorted(ENVS))
-    p.add_argument("method", help="a method of METHODS (e.g. SAMPO, GRPO, CISPO_SM)")
-    p.add_argument("--model", default=Launch.model, help="Hugging Face model path or id")
-    p.add_argument("--nodes", type=int, default=Launch.nodes)
-    p.add_argument("--gpus-per-node", type=int, default=Launch.gpus_per_node)
-    p.add_argument("--steps", type=int, default=Launch.steps,
-                   help="training steps; the run stops after them")
-    p.add_argument("--out", default=None, help="run folder, on storage every node sees "
-                   "(default runs/openrlhf/ENV-METHOD)")
-    p.add_argument("--address", default=Launch.address, help="the Ray dashboard address")
-    p.add_argument("--panel", default=None, help="training tasks: a task panel of data/ on "
-                   "the env (its seeds are cycled if the run needs more)")
-    p.add_argument("--eval-panel", default=None, help="held-out tasks: a task panel of data/")
-    p.add_argument("--chat-template-kwargs", default="{}", type=json.loads,
-                   help='JSON keyword arguments of the chat template (\'{"enable_thinking": '
-                   "false}' for Qwen3)")
-    p.add_argument("--dry-run", action="store_true", help="print the command, write nothing")
-    return p
-
-
 def panel_tasks(
     name: str, env: str, count: int
 ) -> tuple[list[int], dict[str, Any], dict[str, Any]]:
@@ -297,27 +281,28 @@ def panel_tasks(
     return seeds, dict(panel.spec.options), check.record()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (``ENV METHOD [options] [-- OpenRLHF flags]``); print or submit."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
-    ours = argv[: argv.index("--")] if "--" in argv else argv
-    a = _parser().parse_args(ours)
-    launch = Launch(a.env, a.method, a.model, a.nodes, a.gpus_per_node, a.steps, a.out,
-                    a.address, a.chat_template_kwargs)
-    command = submit_command(launch, extra)
-    if a.dry_run:
-        print(shlex.join(command))
-        return 0
+def run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
+    """Print (``args.dry_run``) or submit the run of ``arlarena train openrlhf``'s ``args``, with
+    ``extra`` OpenRLHF flags; OpenRLHF's own parser checks the command first, in both cases.
+
+    Raises:
+        OpenRLHFArgumentError: OpenRLHF's parser or its checks rejected the command.
+    """
     from arlarena_baselines.openrlhf.cli import parse_train_args
 
+    launch = Launch(args.env, args.method, args.model, args.nodes, args.gpus_per_node,
+                    args.steps, args.out, args.address, args.chat_template_kwargs)
+    command = submit_command(launch, extra)
     parse_train_args(command[command.index("openrlhf.cli.train_ppo_ray") + 1 :])
+    if args.dry_run:
+        print(shlex.join(command))
+        return 0
     c, run, tasks = TrainConfig(), launch.run, launch.out_dir / "tasks"
     sets = {"train": (list(range(c.rollout.seed, c.rollout.seed + launch.train_tasks)),
                       run.train_options),
             "eval": (list(range(c.eval.seed, c.eval.seed + c.eval.episodes)), run.eval_options)}
     panels = {}
-    for role, name in (("train", a.panel), ("eval", a.eval_panel)):
+    for role, name in (("train", args.panel), ("eval", args.eval_panel)):
         if name is not None:
             seeds, options, panels[role] = panel_tasks(name, run.env, len(sets[role][0]))
             sets[role] = (seeds, options)
@@ -326,6 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if panels:
         (tasks / "panels.json").write_text(json.dumps(panels, indent=1) + "\n")
     return subprocess.call(command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m arlarena_baselines.openrlhf.launch ARGS``: ``arlarena train openrlhf ARGS``."""
+    from arlarena_baselines.cli import main as arlarena
+
+    return arlarena(["train", "openrlhf", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ from arlarena_baselines.trainer.checkpoint import (
     save_checkpoint,
 )
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
+from arlarena_baselines.trainer.estimate import warn_if_long
 from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
@@ -434,6 +435,7 @@ def train_rl(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any
     records logged."""
     trainer = RLTrainer(config, resume=resume)
     try:
+        warn_if_long(trainer)
         return trainer.train()
     finally:
         trainer.close()

@@ -66,6 +66,10 @@ class ALFWorldEnv(TextEnv):
     the native engine shares nothing mutable, and every call into TextWorld or Fast Downward is
     serialised (:data:`~arlarena_envs.alfworld.translation.TEXTWORLD_LOCK`).
 
+    Pickling or deep-copying the env (:mod:`arlarena_envs.snapshots`) carries its settings,
+    reset and commands, not its engines or planner (TextWorld, Fast Downward's library): the
+    copy loads the game again (from the cache, or generating it) and replays the commands.
+
     ``reset(seed=...)`` draws a game of the split with the env's RNG; ``options`` may set
     ``split`` (``train``, ``eval_in_distribution``, ``eval_out_of_distribution``; also
     ``eval`` / ``valid_seen`` and ``valid_unseen``, ALFWorld's names), ``index`` (a

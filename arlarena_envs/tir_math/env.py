@@ -38,24 +38,29 @@ class TIRMathEnv(TextEnv):
     (truncated). The last step's reward is 1 if the whole transcript's answer equals the
     reference by ``grader`` (``study``: the study's; ``strict``: ARLArena's), else 0.
 
-    The observation is the transcript so far (the response with its tool outputs; empty after
-    ``reset``). ``info["response_prefix"]`` is the same text, for agents that continue the
-    response; ``info["response_cut"]`` the number of characters of the step's text kept and
-    ``info["continuation"]`` the text appended after them (a trainer builds the next prompt's
-    tokens from those two). ``info["task"]`` is the question, ``info["reference"]`` the
-    reference answer (for evaluation; it never appears in the observation), ``info["dataset"]``
-    the set's name. ``reset(seed=s)`` picks task ``s % len(set)``; ``options`` may pick
-    ``dataset`` (or ``split``: a built-in set or a file path), ``level`` and ``index``.
+    The observation is the question followed by the transcript so far (the response with its
+    tool outputs; empty after ``reset``), joined as the study's prompt joins them, so that a
+    bare env shows its task. ``info["response_prefix"]`` and ``info["anchor"]`` are the
+    transcript alone, for agents that continue the response; ``info["response_cut"]`` the
+    number of characters of the step's text kept and ``info["continuation"]`` the text
+    appended after them (a trainer builds the next prompt's tokens from those two).
+    ``info["task"]`` is the question, ``info["reference"]`` the reference answer (for
+    evaluation; it never appears in the observation), ``info["dataset"]`` the set's name.
+    ``reset(seed=s)`` picks task ``s % len(set)``; ``options`` may pick ``dataset`` (or
+    ``split``: a built-in set or a file path), ``level`` and ``index``.
+
+    Pickling or deep-copying the env (:mod:`arlarena_envs.snapshots`) carries the transcript,
+    not the sandbox: the copy starts its own sandbox (and, as root, warm server pool) on load.
 
     Example:
         >>> import gymnasium as gym, arlarena_envs
         >>> env = gym.make("ARLArena/TIRMath-v0", dataset="arithmetic")
         >>> obs, info = env.reset(seed=0, options={"index": 1})
-        >>> obs, info["dataset"], info["admissible_actions"]
-        ('', 'arithmetic', [])
+        >>> obs == info["task"], info["dataset"], info["admissible_actions"]
+        (True, 'arithmetic', [])
         >>> turn = "Let me compute.\\n```python\\nprint(6 * 7)\\n```\\nThis part is dropped."
         >>> obs, reward, terminated, truncated, info = env.step(turn)
-        >>> obs == turn[:info["response_cut"]] + info["continuation"]
+        >>> obs == info["task"] + turn[:info["response_cut"]] + info["continuation"]
         True
         >>> terminated, info["response_cut"], info["continuation"]
         (False, 42, '\\nCode execution result: 42\\n\\n')
@@ -87,7 +92,8 @@ class TIRMathEnv(TextEnv):
                 ``.jsonl``/``.json``/``.parquet`` file of problems and answers.
             level: restrict a generated set to one difficulty level.
             max_turns: steps per episode (the study's ``max_turns``).
-            max_context_chars: budget of the transcript (the observation), in characters.
+            max_context_chars: budget of the transcript (the observation after the
+                question), in characters.
             max_output_chars: each execution's output is cut to this many characters.
             max_output_tokens: ... and then to this many tokens of ``tokenizer``.
             tokenizer: the policy's tokenizer (an object with ``encode``/``decode``, or a name
@@ -139,6 +145,10 @@ class TIRMathEnv(TextEnv):
             raise RuntimeError("call reset() before using the environment")
         return self._task
 
+    def _observation(self) -> str:
+        """The question, then the response so far (joined as the study's prompt joins them)."""
+        return self.task.question + self._transcript
+
     def _info(self, **extra: Any) -> dict[str, Any]:
         task = self.task
         return self.make_info(
@@ -181,7 +191,7 @@ class TIRMathEnv(TextEnv):
         self._task = self._tasks[index]
         self._transcript, self._turns, self._done = "", 0, False
         self._prediction, self._won = None, False
-        return self._transcript, self._info(action_is_valid=None)
+        return self._observation(), self._info(action_is_valid=None)
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one step of the response (see the class docs)."""
@@ -189,7 +199,7 @@ class TIRMathEnv(TextEnv):
         if self._done:
             info = self._info(action_is_valid=False, exec_status=None, response_cut=0,
                               continuation="")
-            return self._transcript, 0.0, True, False, info
+            return self._observation(), 0.0, True, False, info
         kept = text[: cut_point(text)]
         code = first_code(kept)
         boxed = "\\boxed{" in kept
@@ -217,7 +227,7 @@ class TIRMathEnv(TextEnv):
             reward = 1.0 if self._won else 0.0
         info = self._info(action_is_valid=code is not None or boxed,
                           exec_status=status, response_cut=len(kept), continuation=continuation)
-        return self._transcript, reward, terminated, truncated, info
+        return self._observation(), reward, terminated, truncated, info
 
     def _show(self, result: Any) -> str:
         """The text appended after a block that ran (see ``tool_output``)."""
@@ -231,6 +241,16 @@ class TIRMathEnv(TextEnv):
             if len(ids) > self.max_output_tokens:
                 text = self.tokenizer.decode(ids[: self.max_output_tokens])
         return text
+
+    _PROGRESS = ("_transcript", "_turns", "_done", "_prediction", "_won")
+
+    def _progress(self) -> dict[str, Any]:
+        """The transcript and its bookkeeping: a copy resumes them instead of re-running code."""
+        return {name: getattr(self, name) for name in self._PROGRESS}
+
+    def _resume(self, progress: dict[str, Any]) -> None:
+        for name in self._PROGRESS:
+            setattr(self, name, progress[name])
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

@@ -13,7 +13,7 @@ from arlarena_envs.webshop.goals import SPLITS
 from arlarena_envs.webshop.nouns import noun_tagger
 from arlarena_envs.webshop.reward import DEFAULT_REWARD, check_reward
 from arlarena_envs.webshop.shop import ShopConfig, get_shop
-from arlarena_envs.webshop.textmode import SEP, normalize_label
+from arlarena_envs.webshop.textmode import agent_view, normalize_label
 from arlarena_envs.webshop.urls import parse_location, results_url, search_url
 
 __all__ = ["OBSERVATION_MODES", "SEARCH_ENTRY", "WIN_REWARD", "WebShopEnv"]
@@ -44,10 +44,12 @@ class WebShopEnv(TextEnv):
     ``info["pages"]`` and ``info["noun_tagger"]`` say how it was scored and shown.
 
     The observation is the page in WebShop's text mode (elements joined by ``[SEP]``). In
-    ``observation_mode="agent"`` (default) it is shown as the agent codebases show it: the
-    elements after the instruction, each quoted; ``info["anchor"]`` is always the whole page
-    text. ``reset(options={"split": "eval", "index": 3})`` picks a goal; without an index the
-    seed draws one from the split (``train`` by default).
+    ``observation_mode="agent"`` (default) it is the line ``Instruction: <the instruction>``,
+    then the page as the agent codebases show it: the elements after the instruction, each
+    quoted (:func:`~arlarena_envs.webshop.textmode.agent_view`; ``PromptWrapper``'s template
+    states the task in its own words and drops that line); ``info["anchor"]`` is always the
+    whole page text. ``reset(options={"split": "eval", "index": 3})`` picks a goal; without
+    an index the seed draws one from the split (``train`` by default).
 
     Args:
         products: catalogue size (generated: 10,000 by default; ``WebShop-Small-v0`` uses the
@@ -68,11 +70,15 @@ class WebShopEnv(TextEnv):
         render_mode: ``ansi`` renders the page text.
         timeout: seconds per HTTP request with ``server_url``.
 
+    Pickling or deep-copying the env (:mod:`arlarena_envs.snapshots`) carries its settings,
+    goal and actions, not the Flask app: the copy builds (or, in the same process, shares) the
+    shop and replays the episode in a session of its own.
+
     Example:
         >>> env = WebShopEnv(products=300)
         >>> obs, info = env.reset(seed=0, options={"split": "eval"})
-        >>> obs, info["admissible_actions"]
-        ("'Search'", ['search[<your query>]', 'click[search]'])
+        >>> obs == f"Instruction: {info['task']}\\n'Search'", info["admissible_actions"]
+        (True, ['search[<your query>]', 'click[search]'])
         >>> obs, reward, terminated, truncated, info = env.step("search[shampoo]")
         >>> info["action_is_valid"], "click[back to search]" in info["admissible_actions"]
         (True, True)
@@ -134,10 +140,7 @@ class WebShopEnv(TextEnv):
     def _observation(self) -> str:
         elements = self.client.page.elements
         if self.observation_mode == "agent":
-            instruction = " ".join(self._goal.get("instruction", "").split())
-            if instruction in elements:
-                elements = elements[elements.index(instruction) + 1 :]
-            return self._clean(SEP.join(f"'{e}'" for e in elements))
+            return self._clean(agent_view(self._goal.get("instruction", ""), elements))
         return self._clean(self.client.page.text)
 
     def _admissible(self) -> list[str]:

@@ -13,15 +13,52 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-__all__ = ["SEP", "Clickable", "PageText", "SearchBar", "normalize_label", "parse_page"]
+__all__ = [
+    "INSTRUCTION_LINE",
+    "SEP",
+    "Clickable",
+    "PageText",
+    "SearchBar",
+    "agent_view",
+    "normalize_label",
+    "parse_page",
+    "without_instruction",
+]
 
 SEP = " [SEP] "
+INSTRUCTION_LINE = "Instruction: "
+"""How the agent view's first line starts (:func:`agent_view`)."""
 _SKIPPED = frozenset({"script", "style", "head", "title", "noscript", "template"})
 
 
 def normalize_label(text: str) -> str:
     """Lower-case with runs of whitespace made one space (how clickables are compared)."""
     return " ".join(text.split()).lower()
+
+
+def agent_view(instruction: str, elements: list[str]) -> str:
+    """The page as the env's ``agent`` observation: the line ``Instruction: <instruction>``,
+    so that a bare env shows its task, then the elements after the instruction, each quoted, as
+    the agent codebases show the page.
+
+    >>> agent_view("buy a rug", ["WebShop", "Instruction:", "buy a rug", "Search"])
+    "Instruction: buy a rug\\n'Search'"
+    """
+    instruction = " ".join(instruction.split())
+    if instruction in elements:
+        elements = elements[elements.index(instruction) + 1 :]
+    return f"{INSTRUCTION_LINE}{instruction}\n" + SEP.join(f"'{e}'" for e in elements)
+
+
+def without_instruction(observation: str) -> str:
+    """An :func:`agent_view` without its instruction line: the page as the study's prompt shows
+    it (its template states the task in its own words).
+
+    >>> without_instruction("Instruction: buy a rug\\n'Search'")
+    "'Search'"
+    """
+    head, newline, page = observation.partition("\n")
+    return page if newline and head.startswith(INSTRUCTION_LINE) else observation
 
 
 @dataclass(frozen=True)
