@@ -59,6 +59,7 @@ learn: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
 	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume
 	$(VENV)/bin/arlarena plot runs/learn-rl --out docs/learn
+	cp runs/learn-rl/metrics.jsonl docs/learn/metrics.jsonl
 	$(LEARN_COMPARE) --set eval.temperature=1.0 --out docs/learn/T1.0
 	$(LEARN_COMPARE) --set eval.temperature=0.4 --out docs/learn/T0.4
 
