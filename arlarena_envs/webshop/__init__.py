@@ -10,11 +10,14 @@ Modules, one job each: ``vocabulary`` (word lists), ``schema`` (product / goal r
 and ``reward`` (the purchase score), ``shop`` (catalogue + goals + search per configuration),
 ``sessions``, ``urls``, ``app`` and ``server`` (the web application), ``textmode`` and
 ``client`` (reading and driving pages), ``env`` (the Gymnasium env), ``cache`` (cache folder).
-Only light names are imported here; ``env``, ``app`` and ``server`` import Flask.
+Only light names are imported here, so that the base install (without the ``webshop`` extra)
+can import ``textmode``: ``score_purchase`` loads ``reward`` (rapidfuzz) on first use; ``env``,
+``app`` and ``server`` import Flask.
 """
 
+from typing import Any
+
 from arlarena_envs.webshop.catalogue import DEFAULT_PRODUCTS, SMALL_PRODUCTS, generate_catalogue
-from arlarena_envs.webshop.reward import score_purchase
 from arlarena_envs.webshop.schema import Goal, Product
 
 __all__ = [
@@ -25,3 +28,11 @@ __all__ = [
     "generate_catalogue",
     "score_purchase",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "score_purchase":
+        from arlarena_envs.webshop.reward import score_purchase
+
+        return score_purchase
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
