@@ -185,6 +185,33 @@ def test_a_reused_prompt_prefix_changes_no_token(tiny):
         assert cache.reused - reused >= (head * len(batch) if turn else 0), turn
 
 
+def test_a_prefix_cache_gives_the_same_numbers_whatever_it_held_before(tiny):
+    """A call's log-probs are a function of its prompts alone, to the last bit: the same after
+    calls that cached a longer prefix (a group's identical prompts), a shorter one, or none.
+    Else an evaluation between RL steps, a run-time estimate or a resume would change later
+    samples."""
+    model, tokenizer = tiny
+    preamble = "You are an agent in a maze of boxes. " * 6
+    prompts = [encode_prompt(tokenizer, preamble + f"episode {e}. moved up.") for e in range(3)]
+    group = [encode_prompt(tokenizer, preamble + "episode 7. moved left. " * 3)] * 2
+    short = [encode_prompt(tokenizer, "You are an agent. " + f"{e}") for e in range(2)]
+    sampling = with_budget(TRAIN_SAMPLING)
+    options = {"pad_id": tokenizer.pad_token_id, "eos_ids": [tokenizer.eos_token_id]}
+
+    def scored(cache: PrefixCache, batch: list[list[int]]) -> list[list[float]]:
+        scores = TokenScores(len(batch))
+        generate_tokens(model, batch, sampling, list(range(len(batch))), prefix_cache=cache,
+                        scores=scores, **options)
+        return scores.log_probs
+
+    fresh = scored(PrefixCache(), prompts)
+    for before in (group, prompts[:1] * 2, short, prompts):
+        cache = PrefixCache()
+        scored(cache, before)
+        assert scored(cache, prompts) == fresh
+    assert cache.reused > 0
+
+
 def test_the_hf_backend_reuses_a_prefix_only_while_the_weights_stand(tiny):
     """The trainer's hf backend keeps the shared prefix's KV across calls (tokens as without
     it) and drops it when a parameter changes in place, as an optimizer step changes them."""

@@ -78,11 +78,6 @@ class GenerationBackend(ABC):
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Push the policy's current weights to the engine (after each update)."""
 
-    def forget_prefixes(self) -> None:
-        """Drop any prompt-prefix KV kept from earlier calls, so the next call computes as a
-        fresh engine would (a KV built up over calls can differ from one pass in the last
-        float bits)."""
-
     def close(self) -> None:
         """Release the engine."""
 
@@ -135,10 +130,6 @@ class HFBackend(GenerationBackend):
             pad_id=self.pad_id, eos_ids=self.eos_ids, autocast_dtype=self.autocast_dtype,
             prefix_cache=self.prefix_cache, scores=scores,
         )
-
-    def forget_prefixes(self) -> None:
-        if self.prefix_cache is not None:
-            self.prefix_cache = PrefixCache()
 
 
 BackendFactory = Callable[..., GenerationBackend]

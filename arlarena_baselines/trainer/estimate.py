@@ -46,8 +46,7 @@ def run_estimate(trainer: Any) -> RunEstimate:
     group: a whole step's first turn of SmolLM2 on a CPU takes tens of minutes itself).
 
     The measurement leaves the run as it was: its draws come from a stream of their own
-    (:func:`~arlarena_baselines.rollout.call_seed`), the first step resets the envs it used, and
-    the prompt-prefix KV it cached is dropped.
+    (:func:`~arlarena_baselines.rollout.call_seed`), and the first step resets the envs it used.
     """
     c, r = trainer.config, trainer.config.rollout
     turns = r.max_turns or ENV_SPECS[resolve_env_id(r.env)].max_episode_steps
@@ -57,7 +56,6 @@ def run_estimate(trainer: Any) -> RunEstimate:
             reset_options=r.reset_options or None, seed=call_seed(c.run.seed),
             scorer=trainer.policy.score)
     turn_s = time.perf_counter() - start
-    trainer.policy.backend.forget_prefixes()
     steps = c.rl.steps - trainer.step
     step_s = turn_s * r.n_groups * turns
     evals = (steps // c.eval.every if c.eval.every > 0 else 1) if c.eval.episodes else 0

@@ -181,29 +181,40 @@ class PrefixCache:
     change (an evaluation agent's), reused by later :func:`generate_tokens` calls as far as
     their prompts match it: the preamble of every prompt, an episode's earlier turns.
 
+    The prefix is cached in whole blocks of ``block_tokens``, block ``k`` always computed from
+    the blocks before it, so a block's KV is a function of the tokens up to its end, whatever
+    the cache held before: a call gives the same numbers, to the last bit, after any earlier
+    calls (an evaluation between RL steps, a resume). The shared tokens past the last whole
+    block are prefilled with each row's own.
+
     Attributes:
         min_tokens: a shared prefix shorter than this is not worth a separate pass.
+        block_tokens: the tokens of one cached block.
         reused: prompt tokens whose KV came from the cache instead of a forward pass.
     """
 
-    def __init__(self, min_tokens: int = 16) -> None:
+    def __init__(self, min_tokens: int = 16, block_tokens: int = 16) -> None:
         self.min_tokens = min_tokens
+        self.block_tokens = block_tokens
         self.reused = 0
         self.ids: list[int] = []
         self.kv: list[tuple[Tensor, Tensor]] = []
         self.enabled = True
 
     def lookup(self, model: torch.nn.Module, prompts: Sequence[Sequence[int]]) -> tuple[int, Any]:
-        """``(n, cache)``: the KV cache of the first ``n`` tokens every prompt shares
-        (expanded to the batch; at least one token of each prompt is left to prefill), or
-        ``(0, None)`` where no prefix of ``min_tokens`` is shared."""
+        """``(n, cache)``: the KV cache of the first ``n`` tokens every prompt shares (whole
+        blocks, expanded to the batch; at least one token of each prompt is left to prefill),
+        or ``(0, None)`` where no prefix of ``min_tokens`` is shared."""
+        block = self.block_tokens
         common = min(common_length(prompts), min(len(p) for p in prompts) - 1)
-        if not self.enabled or common < self.min_tokens:
+        common -= common % block
+        if not self.enabled or common < max(self.min_tokens, 1):
             return 0, None
         known = min(common_length([self.ids, prompts[0]]) if self.ids else 0, common)
+        known -= known % block
         kv = [(k[:, :, :known], v[:, :, :known]) for k, v in self.kv]
-        if common > known:
-            kv = prefix_kv(model, prompts[0][known:common], kv)
+        for start in range(known, common, block):
+            kv = prefix_kv(model, prompts[0][start : start + block], kv)
             if kv is None:
                 self.enabled = False  # sliding windows and the like: not sliced here
                 return 0, None
