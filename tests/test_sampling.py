@@ -189,12 +189,12 @@ def test_a_prefix_cache_gives_the_same_numbers_whatever_it_held_before(tiny):
     """A call's log-probs are a function of its prompts alone, to the last bit: the same after
     calls that cached a longer prefix (a group's identical prompts), a shorter one, or none.
     Else an evaluation between RL steps, a run-time estimate or a resume would change later
-    samples."""
+    samples. (Blocks of 16 tokens, so that the prefixes span several.)"""
     model, tokenizer = tiny
     preamble = "You are an agent in a maze of boxes. " * 6
     prompts = [encode_prompt(tokenizer, preamble + f"episode {e}. moved up.") for e in range(3)]
     group = [encode_prompt(tokenizer, preamble + "episode 7. moved left. " * 3)] * 2
-    short = [encode_prompt(tokenizer, "You are an agent. " + f"{e}") for e in range(2)]
+    short = [encode_prompt(tokenizer, "You are an agent in a maze. " * 3 + f"{e}") for e in (1, 2)]
     sampling = with_budget(TRAIN_SAMPLING)
     options = {"pad_id": tokenizer.pad_token_id, "eos_ids": [tokenizer.eos_token_id]}
 
@@ -204,12 +204,15 @@ def test_a_prefix_cache_gives_the_same_numbers_whatever_it_held_before(tiny):
                         scores=scores, **options)
         return scores.log_probs
 
-    fresh = scored(PrefixCache(), prompts)
+    first = PrefixCache(block_tokens=16)
+    fresh = scored(first, prompts)
+    held = []
     for before in (group, prompts[:1] * 2, short, prompts):
-        cache = PrefixCache()
+        cache = PrefixCache(block_tokens=16)
         scored(cache, before)
+        held.append(len(cache.ids))
         assert scored(cache, prompts) == fresh
-    assert cache.reused > 0
+    assert held[0] > len(first.ids) > held[2] > 0 and cache.reused > 0
 
 
 def test_the_hf_backend_reuses_a_prefix_only_while_the_weights_stand(tiny):

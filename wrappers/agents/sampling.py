@@ -185,16 +185,16 @@ class PrefixCache:
     the blocks before it, so a block's KV is a function of the tokens up to its end, whatever
     the cache held before: a call gives the same numbers, to the last bit, after any earlier
     calls (an evaluation between RL steps, a resume). The shared tokens past the last whole
-    block are prefilled with each row's own.
+    block are prefilled with each row's own. Blocks of 64 keep SmolLM2's one-episode
+    evaluation 1.14x faster than without the cache (16-token blocks made it 0.75x: a pass per
+    block reads every weight).
 
     Attributes:
-        min_tokens: a shared prefix shorter than this is not worth a separate pass.
-        block_tokens: the tokens of one cached block.
+        block_tokens: the tokens of one cached block; a shorter shared prefix is not cached.
         reused: prompt tokens whose KV came from the cache instead of a forward pass.
     """
 
-    def __init__(self, min_tokens: int = 16, block_tokens: int = 16) -> None:
-        self.min_tokens = min_tokens
+    def __init__(self, block_tokens: int = 64) -> None:
         self.block_tokens = block_tokens
         self.reused = 0
         self.ids: list[int] = []
@@ -204,11 +204,11 @@ class PrefixCache:
     def lookup(self, model: torch.nn.Module, prompts: Sequence[Sequence[int]]) -> tuple[int, Any]:
         """``(n, cache)``: the KV cache of the first ``n`` tokens every prompt shares (whole
         blocks, expanded to the batch; at least one token of each prompt is left to prefill),
-        or ``(0, None)`` where no prefix of ``min_tokens`` is shared."""
+        or ``(0, None)`` where no whole block is shared."""
         block = self.block_tokens
         common = min(common_length(prompts), min(len(p) for p in prompts) - 1)
         common -= common % block
-        if not self.enabled or common < max(self.min_tokens, 1):
+        if not self.enabled or common == 0:
             return 0, None
         known = min(common_length([self.ids, prompts[0]]) if self.ids else 0, common)
         known -= known % block
