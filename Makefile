@@ -52,16 +52,22 @@ test: install
 # `make learn`: behaviour cloning of the Sokoban expert, then GRPO, on a CPU; then both
 # checkpoints on the same 1,024 held-out levels at the training sampling (T = 1) and at the
 # study's evaluation sampling (T = 0.4), with the paired differences, and the curves, into
-# docs/learn/ (docs/rl-vs-bc.md).
+# $(LEARN_DOCS) (docs/rl-vs-bc.md; the episodes gzipped, as `arlarena report` reads them).
+# `make learn LEARN_STEPS=32 LEARN_DOCS=docs/learn/steps32` resumes the RL run where it
+# stopped and trains it on to step 32.
+LEARN_STEPS ?= 16
+LEARN_DOCS ?= docs/learn
 LEARN_COMPARE := $(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
 	--set eval.episodes=1024 runs/learn-bc/final runs/learn-rl/final
 learn: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
-	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume
-	$(VENV)/bin/arlarena plot runs/learn-rl --out docs/learn
-	cp runs/learn-rl/metrics.jsonl docs/learn/metrics.jsonl
-	$(LEARN_COMPARE) --set eval.temperature=1.0 --out docs/learn/T1.0
-	$(LEARN_COMPARE) --set eval.temperature=0.4 --out docs/learn/T0.4
+	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume \
+		--set rl.steps=$(LEARN_STEPS)
+	$(VENV)/bin/arlarena plot runs/learn-rl --out $(LEARN_DOCS)
+	cp runs/learn-rl/metrics.jsonl $(LEARN_DOCS)/metrics.jsonl
+	$(LEARN_COMPARE) --set eval.temperature=1.0 --out $(LEARN_DOCS)/T1.0
+	$(LEARN_COMPARE) --set eval.temperature=0.4 --out $(LEARN_DOCS)/T0.4
+	gzip -f $(LEARN_DOCS)/T1.0/*.jsonl $(LEARN_DOCS)/T0.4/*.jsonl
 
 # `make arena`: the committed micro-arena (docs/arena/): behaviour cloning as in `make learn`,
 # then every method from it (2 seeds for GRPO, the IS-clipping methods and the methods of the

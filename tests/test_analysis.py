@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from arlarena_baselines.analysis import (
     write_pngs,
 )
 from arlarena_baselines.cli import main
-from arlarena_baselines.evaluation import EvalConfig, evaluate
+from arlarena_baselines.evaluation import EvalConfig, evaluate, read_records
 from wrappers.agents import make_agent
 
 WEBSHOP, ALFWORLD = "ARLArena/WebShop-v0", "ARLArena/ALFWorld-v0"
@@ -240,3 +241,21 @@ def test_hostile_results_files_never_crash_the_commands(shop_file, tmp_path, cap
     assert "## gpt on ARLArena/WebShop-v0" in capsys.readouterr().out
     assert main(["report", str(hostile)]) == 0
     assert "| gpt | ARLArena/WebShop-v0 | all | 3 |" in capsys.readouterr().out
+
+
+def test_a_compressed_results_file_reads_as_the_plain_one_even_torn(tmp_path, capsys):
+    """``make learn`` commits its episodes gzipped: report reads them as the plain file, and a
+    compressed file cut short keeps what was whole."""
+    plain = tmp_path / "s.jsonl"
+    evaluate(EvalConfig(episodes=3), make_agent("expert"), plain, progress=False)
+    packed = tmp_path / "s.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert list(read_records(packed)) == list(read_records(plain))
+    for path in (plain, packed):
+        assert main(["report", str(path)]) == 0
+        assert "| expert | ARLArena/Sokoban-v0 | all | 3 | 100.0% |" in capsys.readouterr().out
+    torn = tmp_path / "torn.jsonl.gz"
+    torn.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    kept = list(read_records(torn))
+    assert 0 < len(kept) < len(list(read_records(plain)))
+    assert kept == list(read_records(plain))[: len(kept)]

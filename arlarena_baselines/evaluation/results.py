@@ -15,8 +15,10 @@ can send ``\\ud800`` in JSON): they become U+FFFD, and split surrogate pairs are
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -30,18 +32,23 @@ RUN_RECORDS = ("settings", "spend")
 
 
 def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the JSON records of ``path``, skipping a torn (incomplete) last line and any line
-    that is not a JSON object."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
+    """Yield the JSON records of ``path`` (gzip-compressed where it ends in ``.gz``, as the
+    committed evidence of ``make learn`` is), skipping a torn (incomplete) last line, or the
+    torn end of a compressed file, and any line that is not a JSON object."""
+    opener = gzip.open if Path(path).suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+        try:
+            for line in handle:
+                if not line.endswith("\n"):
+                    break
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
+        except (EOFError, gzip.BadGzipFile, zlib.error):
+            return
 
 
 def split_label(spec: str) -> tuple[str | None, Path]:

@@ -23,7 +23,7 @@ __all__ = ["HOUR", "QUICK_S", "RECIPES", "RunEstimate", "run_estimate", "warn_if
 HOUR = 3600.0
 RECIPES: dict[str, str] = {
     "ARLArena/Sokoban-v0": "arlarena train rl --config configs/recipe/sokoban-rl.yaml (from the "
-    "behaviour-cloned model of configs/recipe/sokoban-bc.yaml: `make learn`, ~1 h on 2 cores)",
+    "behaviour-cloned model of configs/recipe/sokoban-bc.yaml: `make learn`, ~45 min on 2 cores)",
 }
 """The CPU recipe to use instead, per env; elsewhere a run that long belongs on GPUs."""
 
