@@ -28,6 +28,8 @@ def test_ratio_and_kl_metrics_by_hand():
     assert out[mn.STAB_OOB_LOW_FRAC] == pytest.approx(1 / 5)  # A < 0 and w = 0.5
     assert out[mn.STAB_OOB_HIGH_FRAC] == pytest.approx(1 / 5)  # A > 0 and w = 1.5
     assert out[mn.STAB_CLIP_FRAC] == pytest.approx(2 / 5)
+    assert out[mn.OOB_POS_FRAC] == pytest.approx(2 / 5)  # A > 0: 1.5 and 0.5
+    assert out[mn.OOB_NEG_FRAC] == pytest.approx(2 / 5)  # A < 0: 1.3 (above) and 0.5
     kl_old = sum(w * math.log(w) - (w - 1) for w in (1.5, 0.5, 1.0, 1.3, 0.5)) / 5
     assert out[mn.KL_OLD] == pytest.approx(kl_old, rel=1e-5)
     assert out[mn.KL_REF] == pytest.approx((_k3(-0.1) + 2 * _k3(-0.2)) / 5, rel=1e-4)

@@ -3,7 +3,8 @@
 - π_old is the distribution sampled: before any optimizer step the ratio is 1 on every token of
   the first update mini-batch and the k3 KL to π_ref is 0, also at T != 1, where every log-prob
   is of softmax(logits / T); truncated or greedy training sampling is refused.
-- Several update mini-batches per rollout batch make the later ones off-policy.
+- Several update mini-batches per rollout batch make the later ones off-policy; a count of
+  them cuts every batch into that many, whatever its size.
 - Micro-batches add up to the full mini-batch's gradient in every aggregation mode.
 - Gradient clipping bounds the step; a non-finite gradient skips it.
 - DAPO resamples until its round limit when every group is filtered out, then tops up.
@@ -82,6 +83,25 @@ def test_the_first_update_is_on_policy_and_later_ones_are_not(tmp_path, temperat
     log_ratio = (last.log_prob - last.old_log_prob)[off]
     assert log_ratio.abs().mean() > 1e-3
     assert (log_ratio.exp() - 1 - log_ratio).mean() > 1e-6  # k3 estimate of KL(π_old, πθ)
+
+
+@pytest.mark.parametrize(("samples", "count", "sizes"), [(16, 3, [6, 5, 5]), (2, 4, [1, 1])])
+def test_a_count_of_mini_batches_cuts_each_batch_into_that_many(tmp_path, samples, count,
+                                                                sizes):
+    trainer = make_trainer(tmp_path, f"rl.mini_batches={count}", "rl.mini_batch_size=4")
+    try:
+        batch = list(range(samples))
+        chunks = trainer.mini_batches(batch, 0, 0)
+        again = trainer.mini_batches(batch, 0, 0)
+    finally:
+        trainer.close()
+    assert [len(c) for c in chunks] == sizes  # the count wins over the size
+    assert sorted(i for c in chunks for i in c) == batch and chunks == again
+
+
+def test_a_count_of_mini_batches_below_one_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="rl.mini_batches"):
+        make_trainer(tmp_path, "rl.mini_batches=0")
 
 
 @pytest.mark.parametrize("setting", ["rollout.top_k=50", "rollout.top_p=0.9",

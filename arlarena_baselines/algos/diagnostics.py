@@ -50,6 +50,9 @@ def stability_metrics(
     - ``STAB_CLIP_FRAC``: tokens where PPO's clip binds (= lower + upper part);
       ``OOB_FRAC``: tokens with w outside [1 − ε_low, 1 + ε_high]; ``STAB_OOB_LOW_FRAC``:
       A < 0 and w < 1 − ε_low; ``STAB_OOB_HIGH_FRAC``: A > 0 and w > 1 + ε_high;
+      ``OOB_POS_FRAC`` / ``OOB_NEG_FRAC``: w outside the band at A > 0 / A < 0 (either side:
+      the study's Figure 3; a fraction of all response tokens, so the two add to ``OOB_FRAC``
+      less the tokens at A = 0);
     - ``KL_REF_SHARE_KEYS``: the share of the summed k3 KL carried by each of the 8 token
       groups (A ≥ 0 or A < 0) × (sequence ratio exp(mean log w) < 1 or ≥ 1) × (entropy
       below or at-or-above ``entropy_threshold``, default the masked median); needs
@@ -76,12 +79,15 @@ def stability_metrics(
     below, above = w < 1.0 - clip_low, w > 1.0 + clip_high
     low = ((below & (adv < 0)) * m).sum() / n
     high = ((above & (adv > 0)) * m).sum() / n
+    outside = below | above
     out: dict[str, Tensor] = {
         mn.KL_OLD: ((w * log_w - (w - 1.0)) * m).sum() / n,
         mn.STAB_CLIP_FRAC: low + high,
-        mn.OOB_FRAC: ((below | above) * m).sum() / n,
+        mn.OOB_FRAC: (outside * m).sum() / n,
         mn.STAB_OOB_LOW_FRAC: low,
         mn.STAB_OOB_HIGH_FRAC: high,
+        mn.OOB_POS_FRAC: ((outside & (adv > 0)) * m).sum() / n,
+        mn.OOB_NEG_FRAC: ((outside & (adv < 0)) * m).sum() / n,
     }
     if ref_log_prob is not None:
         k3 = kl_penalty(log_prob, ref_log_prob, "k3") * m

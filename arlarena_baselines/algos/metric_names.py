@@ -24,6 +24,8 @@ __all__ = [
     "OOB_FRAC",
     "OOB_HIGH_FRAC",
     "OOB_LOW_FRAC",
+    "OOB_NEG_FRAC",
+    "OOB_POS_FRAC",
     "PG_LOSS",
     "RATIO_MEAN",
     "SAPO_GATE_MEAN",
@@ -59,6 +61,9 @@ STAB_CLIP_FRAC = "stability/clip_frac"
 OOB_FRAC = "stability/ratio_oob_frac"
 STAB_OOB_LOW_FRAC = "stability/ratio_oob_low_frac"
 STAB_OOB_HIGH_FRAC = "stability/ratio_oob_high_frac"
+# Outside the band on either side, by the advantage's sign (the study's Figure 3).
+OOB_POS_FRAC = "stability/ratio_oob_pos_frac"
+OOB_NEG_FRAC = "stability/ratio_oob_neg_frac"
 
 # Pass-through counters logged beside the diagnostics.
 GROUPS_FILTERED = "rollout/groups_filtered"

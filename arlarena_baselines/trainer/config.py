@@ -247,6 +247,10 @@ class RLConfig:
             study's Sokoban runs use 512 (64 x 8) against 32 tasks x 8 rollouts, two step
             samples per episode; the default keeps that ratio for 16 x 8. Its ALFWorld runs
             use 2048 (256 x 8) against 16 x 8 episodes of up to 50 turns.
+        mini_batches: instead of a size, cut each step's batch into this many update
+            mini-batches of near-equal size (the arena's staleness axis: the number of
+            updates per rollout batch, whatever the episodes' lengths); ``null``: by
+            ``mini_batch_size``.
         warmup_steps: linear learning-rate warm-up over the first this many steps (0: the
             study's constant rate from the start).
         epochs: passes over the rollout batch.
@@ -262,6 +266,7 @@ class RLConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
     mini_batch_size: int | None = 256
+    mini_batches: int | None = None
     warmup_steps: int = 0
     epochs: int = 1
     micro_batch_size: int = 16
@@ -270,6 +275,8 @@ class RLConfig:
     def __post_init__(self) -> None:
         if self.mini_batch_size is not None and self.mini_batch_size < 1:
             raise ValueError(f"rl.mini_batch_size must be >= 1 or null, got {self.mini_batch_size}")
+        if self.mini_batches is not None and self.mini_batches < 1:
+            raise ValueError(f"rl.mini_batches must be >= 1 or null, got {self.mini_batches}")
         if self.warmup_steps < 0:
             raise ValueError(f"rl.warmup_steps must be >= 0, got {self.warmup_steps}")
 

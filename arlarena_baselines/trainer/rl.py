@@ -288,10 +288,13 @@ class RLTrainer:
 
     def mini_batches(self, batch: list[StepSample], step: int, epoch: int) -> list[list[int]]:
         """Sample indices of each update mini-batch: the batch in an order drawn from (run
-        seed, step, epoch), cut into chunks of ``rl.mini_batch_size`` step samples (the last
-        may be smaller)."""
+        seed, step, epoch), cut into ``rl.mini_batches`` near-equal chunks, else into chunks of
+        ``rl.mini_batch_size`` step samples (the last may be smaller)."""
         rng = np.random.default_rng([self.config.run.seed, step, epoch])
         order = rng.permutation(len(batch)).tolist()
+        count = self.config.rl.mini_batches
+        if count is not None:
+            return [c.tolist() for c in np.array_split(order, min(count, len(order))) if c.size]
         size = self.config.rl.mini_batch_size or len(batch)
         return [order[i : i + size] for i in range(0, len(order), size)]
 
