@@ -6,6 +6,7 @@ Llama and ``ARLArena/Bandit-v0`` (one turn, tiny budgets) and reads the report i
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -20,13 +21,14 @@ from arlarena_baselines.arena.report import (
     select_configs,
     summarize,
 )
-from arlarena_baselines.arena.runner import RECORD_FILE, run_arena, run_one
+from arlarena_baselines.arena.runner import FINAL_FILE, RECORD_FILE, run_arena, run_one
 from arlarena_baselines.arena.stats import paired_difference
+from arlarena_baselines.arena.stress import stress_cells
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation.paired import paired_comparison
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
-from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, read_metrics
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
@@ -100,54 +102,63 @@ def test_a_bad_grid_value_fails_before_anything_runs(tmp_path):
 
 
 # -- the grid's selection rule ------------------------------------------------------------------
-def _config(method, role, setting, success, train_success, *, collapse_at=None, seeds=(0,)):
-    """A configuration whose runs won ``success`` of 10 held-out levels and logged
-    ``train_success`` per step."""
+def _config(method, role, setting, success, train_success, *, collapse_at=None, seeds=(0,),
+            start=None, levels=10, overrides=()):
+    """A configuration whose runs won ``success`` of ``levels`` held-out levels at their last
+    evaluation (step ``len(train_success)``) and ``start`` (default ``success``) at step 0,
+    and logged ``train_success`` per step."""
     runs = []
+    last = len(train_success)
     for seed in seeds:
         records = [{"phase": "rl", "step": 0}] + [
             {"phase": "rl", "step": i + 1, mn.SUCCESS_RATE: v,
              **({keys.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
             for i, v in enumerate(train_success)]
-        episodes = [{"seed": level, "won": level < round(10 * success), "score": 0.0}
-                    for level in range(10)]
-        record = {"method": method, "role": role, "setting": setting, "overrides": [],
-                  "seed": seed}
-        runs.append(RunResult(None, record, records, episodes))
+        episodes = [{"seed": level, "won": level < round(levels * success), "score": 0.0}
+                    for level in range(levels)]
+        first = success if start is None else start
+        curve = {0: {level: float(level < round(levels * first)) for level in range(levels)},
+                 last: {e["seed"]: float(e["won"]) for e in episodes}}
+        record = {"method": method, "role": role, "setting": setting,
+                  "overrides": list(overrides), "seed": seed}
+        runs.append(RunResult(None, record, records, episodes, curve))
     return runs
 
 
 def test_selection_keeps_the_best_stable_configuration():
-    steady, swinging = [0.5] * 10, [0.5] * 8 + [0.1, 0.9]
+    steady = [0.5] * 10
     runs = (_config("CISPO", "base", "base", 0.5, steady)
-            + _config("CISPO", "grid", "grid-a", 0.9, swinging)  # best, but unstable
-            + _config("CISPO", "grid", "grid-b", 0.8, steady, collapse_at=3)  # collapsed
+            # best, but its held-out success fell from 1.0: 90 of 100 levels, z = -3.2
+            + _config("CISPO", "grid", "grid-a", 0.9, steady, start=1.0, levels=100)
+            + _config("CISPO", "grid", "grid-b", 0.8, steady, collapse_at=3)  # detector
             + _config("CISPO", "grid", "grid-c", 0.6, steady)
             + _config("CISPO", "stabiliser", "stabiliser-x", 1.0, steady))  # not a candidate
     configs = summarize(runs)
     by_name = {c.setting: c for c in configs}
-    assert math.isclose(by_name["grid-a"].variance, 0.16)
+    assert by_name["grid-a"].collapses == [(0, 10)] and by_name["grid-a"].runs[0].fall_step == 10
+    assert by_name["grid-b"].collapses == [(0, 3)] and by_name["grid-b"].runs[0].fall_step is None
     assert not by_name["grid-a"].stable and not by_name["grid-b"].stable
-    assert by_name["grid-b"].collapses == [(0, 3)]
     assert select_configs(configs)["CISPO"].setting == "grid-c"
-    # A looser criterion admits the swinging configuration.
-    loose = summarize(runs, threshold=0.2)
-    assert select_configs(loose)["CISPO"].setting == "grid-a"
+    # 9 of 10 levels after 10 is within the noise of ten levels: no fall, so the best.
+    near = summarize(_config("CISPO", "base", "base", 0.5, steady)
+                     + _config("CISPO", "grid", "grid-a", 0.9, steady, start=1.0))
+    assert select_configs(near)["CISPO"].setting == "grid-a"
 
 
 def test_selection_falls_back_to_the_base_when_nothing_is_stable():
-    swinging = [0.0, 1.0] * 5
-    configs = summarize(_config("SAPO", "grid", "grid-a", 0.9, swinging)
-                        + _config("SAPO", "base", "base", 0.2, swinging))
+    configs = summarize(_config("SAPO", "grid", "grid-a", 0.9, [0.5] * 4, collapse_at=2)
+                        + _config("SAPO", "base", "base", 0.2, [0.5] * 4, collapse_at=3))
     assert select_configs(configs)["SAPO"].setting == "base"
 
 
 def test_a_configuration_is_stable_only_if_every_seed_is():
     runs = _config("GSPO", "base", "base", 0.5, [0.5] * 10, seeds=(0,))
-    runs += _config("GSPO", "base", "base", 0.5, [0.5] * 8 + [0.0, 1.0], seeds=(1,))
+    runs += _config("GSPO", "base", "base", 0.5, [0.5] * 8 + [0.0, 1.0], seeds=(1,),
+                    collapse_at=9)
     (config,) = summarize(runs)
     assert isinstance(config, ConfigResult) and config.seeds == [0, 1]
-    assert math.isclose(config.variance, 0.25) and not config.stable
+    assert config.collapses == [(1, 9)] and not config.stable
+    assert math.isclose(config.variance, 0.25)  # the study's variance, quoted
 
 
 STEADY = [0.5] * 10
@@ -193,6 +204,37 @@ def test_findings_judge_collapse_and_masking_by_the_collapse_detector():
     assert _verdicts(*collapsed, masked[0], _config(
         "SAPO_SM", "base", "base", 0.2, STEADY, collapse_at=2))[masking] == "mixed"
     assert _verdicts(*calm)[masking] == "not run"
+
+
+def _stress(method, lr, k, collapse):
+    return _config(method, "stress", f"stress-lr={lr}+mini_batches={k}", 0.5, STEADY,
+                   collapse_at=4 if collapse else None,
+                   overrides=(f"rl.lr={lr}", f"rl.mini_batches={k}"))
+
+
+def _stress_verdicts(collapsed: dict[str, set[int]]) -> dict[str, str]:
+    """Three cells (0, 1, 2); ``collapsed``: per method, the cells it collapses in."""
+    runs = [run for method, cells in collapsed.items() for cell in range(3)
+            for run in _stress(method, ("2e-4", "6e-4", "2e-3")[cell], 4, cell in cells)]
+    configs = summarize(runs)
+    cells = stress_cells(configs)
+    assert [(c.lr, c.mini_batches) for c in cells] == [(2e-4, 4), (6e-4, 4), (2e-3, 4)]
+    return {f.claim.split(" (")[0].split(" CISPO")[0]: f.verdict
+            for f in judge(configs, select_configs(configs), cells)[:2]}
+
+
+def test_stress_findings_count_collapsed_cells_where_grpo_or_gspo_stays_stable():
+    clipping, masking = "Tolerant clipping", "Sequence masking stabilises"
+    # Cell 2 wrecks GRPO and GSPO alike: it does not count.
+    verdicts = _stress_verdicts({"GRPO": {2}, "GSPO": {2}, "CISPO": {1, 2}, "SAPO": {2},
+                                 "CISPO_SM": {2}, "SAPO_SM": {2}})
+    assert verdicts == {clipping: "holds", masking: "holds"}  # CISPO 1 cell, GSPO and _SM 0
+    verdicts = _stress_verdicts({"GRPO": set(), "GSPO": {0, 1}, "CISPO": {1}, "SAPO": {1},
+                                 "CISPO_SM": {0, 1}, "SAPO_SM": {1}})
+    assert verdicts == {clipping: "fails", masking: "fails"}  # SAPO ties, CISPO_SM worse
+    verdicts = _stress_verdicts({"GRPO": set(), "GSPO": set(), "CISPO": set(), "SAPO": set(),
+                                 "CISPO_SM": set(), "SAPO_SM": set()})
+    assert verdicts == {clipping: "within noise", masking: "within noise"}
 
 
 def test_one_seed_paired_difference_is_the_evaluation_modules():
@@ -243,8 +285,8 @@ def test_arena_trains_every_run_and_reports_rows_and_figures(arena):
     assert "| GRPO | base | 1 |" in methods_table and "| CISPO | base | 1 |" in methods_table
     assert "| CISPO | stabiliser-kl_coef=0.05 | 1 |" in report.split("## Stabilisers")[1]
     findings = report.split("## The study's findings")[1].split("##")[0]
-    assert "| 1 | Tolerant clipping" in findings and "| 3 | GiGPO beats GRPO. | **not run** |" in (
-        findings)
+    assert "| 1 | Tolerant clipping" in findings and (
+        "| 3 | GiGPO beats GRPO. | the last held-out evaluation | **not run** |" in findings)
     for name in ("success.png", "diagnostics.png", "kl_shares.png"):
         assert (arena / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in report
@@ -330,3 +372,42 @@ def test_an_interrupted_run_resumes_or_restarts_to_the_same_metrics(arena, tmp_p
     assert _machine_free(read_metrics(folder)) == _machine_free(read_metrics(reference))
     assert (folder / EVAL_EPISODES_FILE).read_text() == (
         reference / EVAL_EPISODES_FILE).read_text()
+
+
+def test_final_evaluation_and_stress_grid_end_to_end(tmp_path):
+    """A run's final evaluation plays the same levels as the start's at each temperature; the
+    stress grid's runs evaluate their own start; the report has a table per temperature and
+    the stress grid; a run that lost its final evaluation is evaluated again, not trained."""
+    args = ["arena", *ARGS, "--methods", "GRPO", "--staleness", "0", "--no-stabilisers",
+            "--final-temperatures", "1.0,0.5", "--final-episodes", "3",
+            "--stress-methods", "GRPO,CISPO", "--stress-lr", "1e-4,1e-2",
+            "--stress-mini-batches", "1,2", "--stress-seeds", "1", "--stress-set", "rl.steps=1",
+            "--out", str(tmp_path), "--no-progress"]
+    assert main(args) == 0
+    runs = {(r.record["method"], r.record["setting"]): r for r in load_runs(tmp_path)}
+    start, grpo = runs[("checkpoint", "start")], runs[("GRPO", "base")]
+    for run in (start, grpo):
+        assert [(e["temperature"], e["seed"]) for e in run.final] == [
+            (t, 1_000_000 + i) for t in (1.0, 0.5) for i in range(3)]
+    stress = runs[("CISPO", "stress-lr=1e-2+mini_batches=2")]
+    assert stress.final == [] and sorted(stress.curve) == [0, 1]
+    assert read_metrics(stress.folder)[0]["step"] == 0  # its own start
+    assert stress.records[-1][keys.UPDATES] == 2.0
+    report = (tmp_path / "arena.md").read_text()
+    assert "## Methods at T = 1" in report and "## Methods at T = 0.5" in report
+    assert "| CISPO | 0.01 | 2 | 1 |" in report.split("## Stress grid")[1]
+    assert (tmp_path / "stress.png").read_bytes()[:4] == b"\x89PNG"
+    findings = report.split("## The study's findings")[1].split("##")[0]
+    assert "| 1 | Tolerant clipping" in findings and "| stress grid |" in findings
+    assert "| 3 | GiGPO beats GRPO. | T = 1, 3 levels | **not run** |" in findings
+    # Lose GRPO's final evaluation: the rerun evaluates it again (the same episodes) and
+    # trains nothing.
+    final = grpo.folder / FINAL_FILE
+    before, record = final.read_bytes(), (grpo.folder / RECORD_FILE).read_text()
+    metrics = (grpo.folder / METRICS_FILE).read_text()
+    final.unlink()
+    assert main(args) == 0
+    assert final.read_bytes() == before
+    assert (grpo.folder / METRICS_FILE).read_text() == metrics
+    assert json.loads((grpo.folder / RECORD_FILE).read_text())["wall_s"] == json.loads(
+        record)["wall_s"]

@@ -5,7 +5,9 @@ Holds :func:`mean_records` (a configuration's metrics averaged over its seeds, s
 (KL to π_old and π_ref, gradient norm, valid-format ratio, out-of-band token fractions below
 and above the band) and :func:`plot_kl_shares` (the share of the KL to π_ref carried by each of
 the 8 token groups, one panel per method, as the study's Figure 3 sets CISPO beside CISPO_SM
-and SAPO beside SAPO_SM; the panel is the one of ``arlarena plot``). Needs matplotlib.
+and SAPO beside SAPO_SM; the panel is the one of ``arlarena plot``) and :func:`plot_stress`
+(the stress grid: per method, each learning rate × staleness cell coloured by the change of
+held-out success from the start, its collapses marked). Needs matplotlib.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.trainer.plots import metric_series, plot_kl_share_bars
 
-__all__ = ["mean_records", "plot_diagnostics", "plot_kl_shares", "plot_success"]
+__all__ = ["mean_records", "plot_diagnostics", "plot_kl_shares", "plot_stress", "plot_success"]
 
 Records = list[dict[str, Any]]
 
@@ -120,3 +122,44 @@ def plot_kl_shares(panels: Mapping[str, Records | None], path: Path, cols: int =
         ax.axis("off")
     return _save(fig, "KL to πref by (sign A) × (sequence ratio) × (entropy), mean over seeds",
                  path)
+
+
+def plot_stress(cells: Sequence[Any], path: Path, cols: int = 3) -> Path:
+    """One panel per method of the stress grid (:func:`~.stress.stress_cells`): learning rate
+    × updates a step, each cell coloured by the paired change of held-out success from the
+    start (mean over seeds) and labelled with it and with the runs that collapsed."""
+    from arlarena_baselines.arena.stress import against_start, cell_grid
+
+    plt = _pyplot()
+    methods = list(dict.fromkeys(m for cell in cells for m in cell.configs))
+    rows = -(-len(methods) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), squeeze=False)
+    image = None
+    for ax, method in zip(axes.flat, methods, strict=False):
+        lrs, counts, own = cell_grid(cells, method)
+        grid = np.full((len(lrs), len(counts)), np.nan)
+        for (lr, k), cell in own.items():
+            config = cell.configs[method]
+            delta = against_start(config)[0]
+            i, j = lrs.index(lr), counts.index(k)
+            grid[i, j] = delta
+            collapsed = len(config.collapses)
+            label = ("–" if np.isnan(delta) else f"{delta:+.2f}") + (
+                f"\n✗ {collapsed}/{len(config.runs)}" if collapsed else "")
+            ax.text(j, i, label, ha="center", va="center", fontsize=8)
+        image = ax.imshow(grid, cmap="RdBu", vmin=-0.5, vmax=0.5, origin="lower",
+                          aspect="auto")
+        ax.set_xticks(range(len(counts)), [str(k) for k in counts])
+        ax.set_yticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
+        ax.set_xlabel("updates a step (staleness)")
+        ax.set_ylabel("learning rate")
+        ax.set_title(method, fontsize=10)
+    for ax in list(axes.flat)[len(methods):]:
+        ax.axis("off")
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="held-out success, end − start")
+    fig.suptitle("stress grid: held-out success change and collapsed runs (✗)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path

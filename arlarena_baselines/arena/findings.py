@@ -13,11 +13,16 @@ A verdict is one of :data:`VERDICTS`:
 
 Differences of held-out success are paired on the (seed, level) episodes both runs played;
 their standard error carries the seeds' spread where there are several (see :mod:`.stats`).
-A configuration *collapses* when the collapse detector fired in one of its runs. The stability
-criterion (the variance of training success over the final 20% of steps) is quoted, not judged
-on: with a few levels per step, the levels drawn can set it (see the report's note on scale).
-Masking is judged on collapses where the unmasked method collapsed, else on held-out success
-(whether the mask keeps more of what the unmasked method's updates lose).
+A configuration *collapses* when one of its runs did (the collapse detector fired, or held-out
+success fell below the start for good). The stability variance of the study is quoted, not
+judged on (see :mod:`.stats`).
+
+Findings 1 and 2 are judged on the stress grid where the arena has one (:mod:`.stress`): over
+the cells where GRPO or GSPO stays stable, finding 1 holds when CISPO or SAPO collapses in more
+cells than GSPO (fails when in fewer), finding 2 when CISPO collapses in more cells than CISPO_SM
+or SAPO than SAPO_SM. Without a stress grid they read the base and staleness rows: masking is
+then judged on collapses where the unmasked method collapsed, else on held-out success (whether
+the mask keeps more of what the unmasked method's updates lose).
 """
 
 from __future__ import annotations
@@ -26,13 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from arlarena_baselines.arena.stats import paired_difference
+from arlarena_baselines.arena.stats import Z, paired_difference
+from arlarena_baselines.arena.stress import StressCell, collapse_counts
 
-__all__ = ["VERDICTS", "Configuration", "Finding", "Z", "find", "judge"]
+__all__ = ["VERDICTS", "Configuration", "Finding", "by_difference", "find", "judge"]
 
 VERDICTS = ("holds", "fails", "within noise", "mixed", "not run")
-# A difference counts when it exceeds this many standard errors (about 95% two-sided).
-Z = 2.0
 
 Outcomes = Mapping[tuple[int, int], float]
 
@@ -48,6 +52,7 @@ class Configuration(Protocol):
     collapses: list[tuple[int, int]]
     stable: bool
     variance: float
+    seeds: list[int]
 
     def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]: ...
 
@@ -66,7 +71,8 @@ def find(configs: Sequence[Configuration], method: str, role: str) -> Configurat
     return next((c for c in configs if c.method == method and c.role == role), None)
 
 
-def _by_difference(mean: float, se: float) -> str:
+def by_difference(mean: float, se: float) -> str:
+    """``holds`` / ``fails`` when ``mean`` is beyond ``Z`` standard errors above / below 0."""
     if mean - Z * se > 0:
         return "holds"
     if mean + Z * se < 0:
@@ -74,9 +80,14 @@ def _by_difference(mean: float, se: float) -> str:
     return "within noise"
 
 
-def _delta(a: Outcomes, b: Outcomes) -> tuple[float, float, str]:
+def _delta(a: Outcomes, b: Outcomes, runs: str = "") -> tuple[float, float, str]:
     mean, se, n = paired_difference(a, b)
-    return mean, se, f"{mean:+.3f} ± {se:.3f} (n = {n})"
+    return mean, se, f"{mean:+.3f} ± {se:.3f} (n = {n}{runs})"
+
+
+def _runs(*configs: Configuration) -> str:
+    """``; runs 3 + 3``: the runs behind a paired difference."""
+    return "; runs " + " + ".join(str(len(c.seeds)) for c in configs)
 
 
 def _combined(verdicts: Sequence[str]) -> str:
@@ -118,8 +129,8 @@ def _masking(configs: Sequence[Configuration]) -> Finding:
             verdict = "fails" if masked.collapses else "holds"
             evidence.append(f"{_state(plain)}; {_state(masked)}")
         else:  # no collapse to prevent: does the mask keep more of the start's success?
-            mean, se, text = _delta(masked.outcomes(), plain.outcomes())
-            verdict = _by_difference(mean, se)
+            mean, se, text = _delta(masked.outcomes(), plain.outcomes(), _runs(masked, plain))
+            verdict = by_difference(mean, se)
             evidence.append(f"no collapse of {method} to prevent; held-out success "
                             f"{method}_SM − {method}: {text}")
         verdicts.append(verdict)
@@ -132,8 +143,9 @@ def _beats(configs: Mapping[str, Configuration], better: str, worse: str) -> Fin
     claim = f"{better} beats {worse}."
     if better not in configs or worse not in configs:
         return Finding(claim, "not run", f"needs {better} and {worse}")
-    mean, se, text = _delta(configs[better].outcomes(), configs[worse].outcomes())
-    return Finding(claim, _by_difference(mean, se), f"held-out success {better} − {worse}: {text}")
+    mean, se, text = _delta(configs[better].outcomes(), configs[worse].outcomes(),
+                            _runs(configs[better], configs[worse]))
+    return Finding(claim, by_difference(mean, se), f"held-out success {better} − {worse}: {text}")
 
 
 def _filtering(configs: Mapping[str, Configuration]) -> Finding:
@@ -146,10 +158,11 @@ def _filtering(configs: Mapping[str, Configuration]) -> Finding:
     def gain(a: Outcomes, b: Outcomes) -> dict[tuple[int, int], float]:
         return {k: a[k] - b[k] for k in a.keys() & b.keys()}
 
-    mean, se, text = _delta(gain(o["DAPO_GiGPO"], o["GiGPO"]), gain(o["DAPO_GRPO"], o["GRPO"]))
+    mean, se, text = _delta(gain(o["DAPO_GiGPO"], o["GiGPO"]), gain(o["DAPO_GRPO"], o["GRPO"]),
+                            _runs(*(configs[n] for n in names)))
     evidence = (f"gain on GiGPO {_delta(o['DAPO_GiGPO'], o['GiGPO'])[2]}, on GRPO "
                 f"{_delta(o['DAPO_GRPO'], o['GRPO'])[2]}; their difference {text}")
-    return Finding(claim, _by_difference(mean, se), evidence)
+    return Finding(claim, by_difference(mean, se), evidence)
 
 
 def _best(configs: Mapping[str, Configuration], best: str) -> Finding:
@@ -158,8 +171,9 @@ def _best(configs: Mapping[str, Configuration], best: str) -> Finding:
     if best not in configs or not others:
         return Finding(claim, "not run", f"needs {best} and another method")
     rival = max(others.values(), key=lambda c: c.success[0])
-    mean, se, text = _delta(configs[best].outcomes(), rival.outcomes())
-    verdict = _by_difference(mean, se)
+    mean, se, text = _delta(configs[best].outcomes(), rival.outcomes(),
+                            _runs(configs[best], rival))
+    verdict = by_difference(mean, se)
     if verdict == "holds" and configs[best].success[0] < rival.success[0]:
         verdict = "within noise"  # paired on fewer seeds than the means: no claim either way
     return Finding(claim, verdict,
@@ -167,12 +181,49 @@ def _best(configs: Mapping[str, Configuration], best: str) -> Finding:
                    f"({rival.success[0]:.3f}); {best} − {rival.method}: {text}")
 
 
-def judge(configs: Sequence[Configuration], chosen: Mapping[str, Configuration]) -> list[Finding]:
-    """The five findings, in the issue's order, on ``configs`` (every configuration) and
-    ``chosen`` (per method, the selected one)."""
+def _by_count(more: int, fewer: int) -> str:
+    return "holds" if more > fewer else "fails" if more < fewer else "within noise"
+
+
+def _stress_clipping(cells: Sequence[StressCell]) -> Finding:
+    claim = ("Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping (GSPO) stays "
+             "stable.")
+    calm, n = collapse_counts(cells)
+    if not all(m in n for m in ("CISPO", "SAPO", "GSPO")):
+        return Finding(claim, "not run", "needs CISPO, SAPO and GSPO in the stress grid")
+    verdict = _by_count(max(n["CISPO"], n["SAPO"]), n["GSPO"])
+    runs = sum(len(c.runs) for cell in calm for c in cell.configs.values())
+    return Finding(claim, verdict,
+                   f"collapsed in CISPO {n['CISPO']}, SAPO {n['SAPO']}, GSPO {n['GSPO']} of the "
+                   f"{len(calm)} cells (of {len(cells)}) where GRPO or GSPO stays stable; "
+                   f"{runs} runs in those cells")
+
+
+def _stress_masking(cells: Sequence[StressCell]) -> Finding:
+    claim = "Sequence masking stabilises CISPO and SAPO."
+    calm, n = collapse_counts(cells)
+    pairs = [m for m in ("CISPO", "SAPO") if m in n and f"{m}_SM" in n]
+    if not pairs:
+        return Finding(claim, "not run", "needs CISPO and CISPO_SM, or SAPO and SAPO_SM in the "
+                       "stress grid")
+    verdicts = {_by_count(n[m], n[f"{m}_SM"]) for m in pairs}
+    # One method is enough for the claim (the issue's rule); one against it and none for it
+    # fails it.
+    verdict = ("mixed" if {"holds", "fails"} <= verdicts else "holds" if "holds" in verdicts
+               else "fails" if "fails" in verdicts else "within noise")
+    evidence = "; ".join(f"{m} {n[m]} vs {m}_SM {n[f'{m}_SM']}" for m in pairs)
+    return Finding(claim, verdict, f"collapsed cells of the {len(calm)} where GRPO or GSPO stays "
+                   f"stable: {evidence}")
+
+
+def judge(configs: Sequence[Configuration], chosen: Mapping[str, Configuration],
+          cells: Sequence[StressCell] = ()) -> list[Finding]:
+    """The five findings, in the issue's order, on ``configs`` (every configuration),
+    ``chosen`` (per method, the selected one) and the stress grid's ``cells`` (findings 1
+    and 2 are judged on them when there are any)."""
     return [
-        _clipping(configs),
-        _masking(configs),
+        _stress_clipping(cells) if cells else _clipping(configs),
+        _stress_masking(cells) if cells else _masking(configs),
         _beats(chosen, "GiGPO", "GRPO"),
         _filtering(chosen),
         _best(chosen, "SAMPO"),

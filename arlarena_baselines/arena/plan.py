@@ -15,7 +15,13 @@ Roles (``Setting.role``):
   coefficient, or a larger update mini-batch (fewer, less off-policy updates). The third
   stabiliser, the sequence mask, is a method of its own (``CISPO_SM``, ``SAPO_SM``);
 - ``staleness``: the IS-clipping methods with several times more update mini-batches per
-  rollout batch, so that later mini-batches are further off-policy.
+  rollout batch, so that later mini-batches are further off-policy;
+- ``stress``: one cell of the stress grid (:class:`StressGrid`): a learning rate × a number of
+  update mini-batches per rollout batch, in short runs, to provoke the study's collapse on
+  purpose. Its runs make their own step-0 evaluation (their held-out levels are the grid's).
+
+Runs other than the stress grid's end with a final evaluation of their model (and the start's)
+on ``ArenaPlan.final_episodes`` held-out levels at each of ``ArenaPlan.final_temperatures``.
 
 Every run of an arena starts from the same checkpoint with the same base config; runs differ
 only in the method, their setting's overrides and ``run.seed`` (which keys the rollouts'
@@ -48,11 +54,12 @@ __all__ = [
     "ArenaPlan",
     "RunSpec",
     "Setting",
+    "StressGrid",
     "parse_grid",
     "plan_runs",
 ]
 
-ROLES = ("start", "base", "grid", "stabiliser", "staleness")
+ROLES = ("start", "base", "grid", "stabiliser", "staleness", "stress")
 # The name under which the starting checkpoint's own evaluation is reported.
 START = "checkpoint"
 # The study's IS-clipping comparison: one method per clipping rule, all with GRPO advantages.
@@ -69,10 +76,13 @@ class Setting:
     Attributes:
         role: one of :data:`ROLES`.
         overrides: ``section.field=value`` strings applied over the base config.
+        budget: overrides shared by a family of settings (the stress grid's short runs),
+            applied last and left out of the name.
     """
 
     role: str = "base"
     overrides: tuple[str, ...] = ()
+    budget: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -97,6 +107,8 @@ class RunSpec:
     method: str
     setting: Setting
     seed: int
+    final_temperatures: tuple[float, ...] = ()
+    final_episodes: int = 0
 
     def folder(self, root: str | Path) -> Path:
         """``ROOT/<method>/<setting name>/seed<seed>``."""
@@ -105,7 +117,8 @@ class RunSpec:
     def config(self, base: TrainConfig, root: str | Path) -> TrainConfig:
         """The run's full config: ``base`` with the method, the setting, the seed and the
         folder; the trainer's own progress bars are off (the arena draws one over all runs),
-        and so is its step-0 evaluation (the ``start`` run of the seed makes it once)."""
+        and so is its step-0 evaluation (the ``start`` run of the seed makes it once), unless
+        the setting's budget turns it on."""
         method = [] if self.setting.role == "start" else [f"rl.method={self.method}"]
         return apply_overrides(base, [
             *method,
@@ -114,6 +127,7 @@ class RunSpec:
             f"run.out={self.folder(root)}",
             "run.progress=false",
             "eval.at_start=false",
+            *self.setting.budget,
         ])
 
     @property
@@ -122,6 +136,41 @@ class RunSpec:
 
     def label(self) -> str:
         return f"{self.method} {self.setting.name} seed {self.seed}"
+
+
+@dataclass(frozen=True)
+class StressGrid:
+    """The stress axis of findings 1 and 2: every ``lrs`` × ``mini_batches`` cell for each of
+    ``methods``, ``seeds`` short runs each.
+
+    Attributes:
+        methods: names of :data:`~arlarena_baselines.algos.METHODS`.
+        lrs: learning rates (YAML strings).
+        mini_batches: update mini-batches per rollout batch (``rl.mini_batches``): 1 is
+            on-policy; more make the later updates of a step further off-policy.
+        seeds: runs per method and cell.
+        budget: the short runs' overrides of the base config (``rl.steps=8``, …); each run
+            also evaluates its own start (``eval.at_start``).
+    """
+
+    methods: tuple[str, ...] = ("GRPO", "GSPO", "CISPO", "SAPO", "CISPO_SM", "SAPO_SM")
+    lrs: tuple[str, ...] = ()
+    mini_batches: tuple[int, ...] = (1,)
+    seeds: int = 2
+    budget: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "methods", tuple(get_method(m).name for m in self.methods))
+        if not self.lrs or not self.mini_batches or self.seeds < 1:
+            raise ValueError("a stress grid needs learning rates, mini-batch counts and seeds")
+        if min(self.mini_batches) < 1:
+            raise ValueError(f"mini-batch counts must be >= 1, got {self.mini_batches}")
+
+    def settings(self) -> list[Setting]:
+        """One setting per cell, learning rate first."""
+        budget = (*self.budget, "eval.at_start=true")
+        return [Setting("stress", (f"rl.lr={lr}", f"rl.mini_batches={k}"), budget)
+                for lr in self.lrs for k in self.mini_batches]
 
 
 @dataclass
@@ -142,6 +191,10 @@ class ArenaPlan:
         grid: per method, ``{key: [values]}``: every combination is one ``grid`` setting. A key
             is a :class:`~arlarena_baselines.algos.Method` field (``clip_high``) or a config
             field (``rl.lr``); values are YAML strings.
+        stress: the stress grid, or ``None``.
+        final_temperatures: the sampling temperatures of each run's final evaluation (none:
+            no final evaluation; the report then reads the trainer's last one).
+        final_episodes: the held-out levels of the final evaluation.
     """
 
     methods: tuple[str, ...] = tuple(METHODS)
@@ -151,6 +204,9 @@ class ArenaPlan:
     stabiliser_batch: int = 4
     staleness: int = 4
     grid: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    stress: StressGrid | None = None
+    final_temperatures: tuple[float, ...] = ()
+    final_episodes: int = 1024
 
     def __post_init__(self) -> None:
         self.methods = tuple(get_method(m).name for m in self.methods)
@@ -162,6 +218,8 @@ class ArenaPlan:
         outside = sorted(set(self.grid) - set(self.methods))
         if outside:
             raise ValueError(f"--grid names methods the arena does not run: {', '.join(outside)}")
+        if self.final_temperatures and self.final_episodes < 1:
+            raise ValueError(f"final_episodes must be >= 1, got {self.final_episodes}")
 
 
 def parse_grid(items: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
@@ -246,17 +304,24 @@ def _settings(plan: ArenaPlan, base: TrainConfig, method: str) -> list[Setting]:
 
 
 def plan_runs(plan: ArenaPlan, base: TrainConfig, root: str | Path) -> list[RunSpec]:
-    """Every run of ``plan``: first the starting checkpoint's evaluation per seed, then the
-    methods' runs in order (method, setting, seed), each validated: a bad method override or
-    config value fails here, before anything runs."""
-    seeds = [base.run.seed + k for k in range(plan.seeds)]
-    runs = [RunSpec(START, Setting("start"), seed) for seed in seeds]
+    """Every run of ``plan``: first the starting checkpoint's evaluation per seed (when there
+    are methods), then the methods' runs in order (method, setting, seed), then the stress
+    grid's (seed, cell, method: every cell has a seed before any has two), each validated: a
+    bad method override or config value fails here, before anything runs."""
+    final = {"final_temperatures": plan.final_temperatures,
+             "final_episodes": plan.final_episodes if plan.final_temperatures else 0}
+    seeds = [base.run.seed + k for k in range(plan.seeds)] if plan.methods else []
+    runs = [RunSpec(START, Setting("start"), seed, **final) for seed in seeds]
     for method in plan.methods:
         for setting in _settings(plan, base, method):
             for seed in seeds:
-                spec = RunSpec(method, setting, seed)
-                config = spec.config(base, root)
-                get_method(method).with_overrides(**config.rl.method_overrides)
-                runs.append(spec)
+                runs.append(RunSpec(method, setting, seed, **final))
+    if plan.stress is not None:
+        runs += [RunSpec(method, setting, base.run.seed + k)
+                 for k in range(plan.stress.seeds) for setting in plan.stress.settings()
+                 for method in plan.stress.methods]
+    for spec in runs:
+        if spec.trains:
+            config = spec.config(base, root)
+            get_method(spec.method).with_overrides(**config.rl.method_overrides)
     return runs
-

@@ -1,32 +1,41 @@
 """The arena's report: the study's tables and figures from a folder of finished runs.
 
-Holds :class:`RunResult` (one run folder: its ``arena.json`` and its ``metrics.jsonl``),
-:class:`ConfigResult` (one method × setting over its seeds), :func:`load_runs`,
-:func:`summarize`, :func:`select_configs` (per method, the best stable configuration of its
-base and grid settings), :func:`report_markdown`, :func:`write_csv` and :func:`write_report`.
+Holds :class:`RunResult` (one run folder: its ``arena.json``, its ``metrics.jsonl``, its
+held-out episodes), :class:`ConfigResult` (one method × setting over its seeds),
+:func:`load_runs`, :func:`summarize`, :func:`select_configs` (per method, the best stable
+configuration of its base and grid settings), :func:`report_markdown`, :func:`write_csv` and
+:func:`write_report`.
 
-The tables:
+A run's held-out outcomes are those of its final evaluation at one temperature
+(:meth:`RunResult.at`) where it made one, else those of the trainer's last evaluation. The
+tables:
 
-- methods (the study's Table 3): the starting checkpoint (``checkpoint``, its own held-out
-  evaluation), then per method its selected configuration's final held-out
-  success and score ± standard error, the change against GRPO in percent, the paired
-  difference of success against GRPO on the same (seed, level) episodes ± its standard error,
-  the stability criterion (the variance of the training rollouts' success over the final 20%
-  of steps; the worst seed's) and the collapse detector's verdict with the step it fired;
+- methods (the study's Table 3), once per final temperature: the starting checkpoint
+  (``checkpoint``), then per method its selected configuration's held-out success and score
+  ± standard error, the change against GRPO in percent, the paired differences of success
+  against GRPO and against the start on the same (seed, level) episodes ± their standard
+  errors, whether it beat the start, the study's stability variance (quoted) and the
+  collapses;
 - stabilisers (the study's Table 4): CISPO and SAPO with a larger KL coefficient, with a larger
   update mini-batch, and with the sequence mask (``CISPO_SM``, ``SAPO_SM``), each against the
   method's base run;
 - staleness: the IS-clipping methods at their base and at several times more update
   mini-batches per rollout batch, with the mean KL(πθ‖πold) and out-of-band token fractions;
-- grid: every configuration tried per method, the selected one marked.
+- grid: every configuration tried per method, the selected one marked;
+- stress grid (:mod:`.stress`): per method and cell, the collapses, the steps at which
+  held-out success and the valid-format ratio fell, the peak KL to π_old and gradient norm,
+  and the out-of-band token fractions by advantage sign; its figure.
 
-A configuration is stable when every seed's variance is at most ``threshold`` and the collapse
-detector fired in none of them.
+A run *collapses* when the collapse detector fired or its held-out success fell and stayed
+below its start (:func:`~.stats.fall_step`); a configuration is stable when none of its runs
+collapsed. The study's variance of training success is quoted beside it, not judged on (see
+:mod:`.stats`).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import math
@@ -47,23 +56,29 @@ from arlarena_baselines.arena.figures import (
     mean_records,
     plot_diagnostics,
     plot_kl_shares,
+    plot_stress,
     plot_success,
 )
-from arlarena_baselines.arena.findings import Z, find, judge
+from arlarena_baselines.arena.findings import by_difference, find, judge
 from arlarena_baselines.arena.plan import IS_CLIPPING_METHODS, ROLES, STABILISED_METHODS, START
-from arlarena_baselines.arena.runner import RECORD_FILE
+from arlarena_baselines.arena.runner import FINAL_FILE, RECORD_FILE
 from arlarena_baselines.arena.stats import (
+    Z,
+    fall_step,
+    format_fall_step,
     mean_se,
     paired_difference,
     select_best,
     stability_variance,
 )
+from arlarena_baselines.arena.stress import against_start, stress_cells, stress_section
+from arlarena_baselines.arena.tables import num, pm, signed, table
+from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import TrainConfig, config_from_dict
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
     "ConfigResult",
     "RunResult",
     "load_runs",
@@ -74,9 +89,9 @@ __all__ = [
     "write_report",
 ]
 
-DEFAULT_THRESHOLD = 0.01
 REFERENCE = "GRPO"
 FIGURES = ("success.png", "diagnostics.png", "kl_shares.png")
+STRESS_FIGURE = "stress.png"
 CONFIG_FILE = "rl_config.yaml"
 _ORDER = {START: -1, **{name: i for i, name in enumerate(METHODS)}}
 _ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
@@ -84,20 +99,27 @@ _ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
 
 @dataclass
 class RunResult:
-    """One finished run: its ``arena.json`` record, its RL metrics step by step and the
-    episodes of its final held-out evaluation (as the trainer logs them)."""
+    """One finished run: its ``arena.json`` record, its RL metrics step by step, the episodes
+    the tables read (:meth:`at`), its held-out curve and its final evaluation's episodes."""
 
     folder: Path | None
     record: dict[str, Any]
     records: list[dict[str, Any]]
     episodes: list[dict[str, Any]]
+    curve: dict[int, dict[int, float]] = field(default_factory=dict)
+    final: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def seed(self) -> int:
         return int(self.record["seed"])
 
+    def at(self, temperature: float) -> RunResult:
+        """This run seen through its final evaluation at ``temperature``."""
+        return dataclasses.replace(
+            self, episodes=[e for e in self.final if e["temperature"] == temperature])
+
     def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]:
-        """The final held-out evaluation, ``{(seed, level seed): value}``."""
+        """The held-out evaluation the tables read, ``{(seed, level seed): value}``."""
         return {(self.seed, e["seed"]): float(e[key]) for e in self.episodes}
 
     @property
@@ -106,18 +128,49 @@ class RunResult:
 
     @property
     def variance(self) -> float:
-        """The stability criterion of this run."""
+        """The study's stability criterion of this run (quoted, see :mod:`.stats`)."""
         return stability_variance([r[mn.SUCCESS_RATE] for r in self.steps
                                    if r.get(mn.SUCCESS_RATE) is not None])
 
     @property
-    def collapse_step(self) -> int | None:
+    def detector_step(self) -> int | None:
         """The first step at which the collapse detector fired, or ``None``."""
         return next((r["step"] for r in self.steps if r.get(keys.COLLAPSE)), None)
+
+    @property
+    def fall_step(self) -> int | None:
+        """The step from which held-out success stayed below the start (:func:`fall_step`)."""
+        return fall_step(self.curve)
+
+    @property
+    def format_fall_step(self) -> int | None:
+        """The step from which the held-out valid-format ratio stayed below the start's."""
+        return format_fall_step({r["step"]: r[_EVAL_FORMAT] for r in self.records
+                                 if r.get(_EVAL_FORMAT) is not None})
+
+    @property
+    def collapse_step(self) -> int | None:
+        """The first step of a collapse (the detector's or a held-out fall), or ``None``."""
+        steps = [s for s in (self.detector_step, self.fall_step) if s is not None]
+        return min(steps) if steps else None
 
     def mean(self, key: str) -> float:
         values = [r[key] for r in self.steps if r.get(key) is not None]
         return float(np.mean(values)) if values else math.nan
+
+    def peak(self, key: str) -> float:
+        values = [r[key] for r in self.steps if r.get(key) is not None]
+        return float(np.max(values)) if values else math.nan
+
+
+_EVAL_FORMAT = "eval/valid_format_ratio"
+
+
+def _curve(episodes: Iterable[dict[str, Any]]) -> dict[int, dict[int, float]]:
+    curve: dict[int, dict[int, float]] = {}
+    for e in episodes:
+        curve.setdefault(e["step"], {})[e["seed"]] = float(e["won"])
+    return curve
 
 
 def load_runs(root: str | Path) -> list[RunResult]:
@@ -131,14 +184,21 @@ def load_runs(root: str | Path) -> list[RunResult]:
         episodes = [e for e in read_metrics(logged) if e.get("phase") == "rl"] if (
             logged.is_file()) else []
         last = max((e["step"] for e in episodes), default=None)
+        final = path.parent / FINAL_FILE
         runs.append(RunResult(path.parent, record, records,
-                              [e for e in episodes if e["step"] == last]))
-    start = {run.seed: run.records[0] for run in runs
-             if run.record["role"] == "start" and run.records}
+                              [e for e in episodes if e["step"] == last], _curve(episodes),
+                              list(read_records(final)) if final.is_file() else []))
+    start = {run.seed: run for run in runs if run.record["role"] == "start" and run.records}
     for run in runs:
         if run.seed in start and not any(r["step"] == 0 for r in run.records):
-            run.records.insert(0, start[run.seed])
+            run.records.insert(0, start[run.seed].records[0])
+            run.curve = {0: start[run.seed].curve.get(0, {}), **run.curve}
     return runs
+
+
+def final_temperatures(runs: Iterable[RunResult]) -> list[float]:
+    """The temperatures of the runs' final evaluations, in the order first logged."""
+    return list(dict.fromkeys(e["temperature"] for run in runs for e in run.final))
 
 
 @dataclass
@@ -150,7 +210,10 @@ class ConfigResult:
     setting: str
     overrides: list[str]
     runs: list[RunResult] = field(default_factory=list)
-    stable_threshold: float = DEFAULT_THRESHOLD
+
+    def at(self, temperature: float) -> ConfigResult:
+        """This configuration seen through its runs' final evaluations at ``temperature``."""
+        return dataclasses.replace(self, runs=[run.at(temperature) for run in self.runs])
 
     def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]:
         return {k: v for run in self.runs for k, v in run.outcomes(key).items()}
@@ -174,16 +237,19 @@ class ConfigResult:
 
     @property
     def collapses(self) -> list[tuple[int, int]]:
-        """(seed, step) of every run in which the collapse detector fired."""
+        """(seed, step) of every run that collapsed (:attr:`RunResult.collapse_step`)."""
         return [(run.seed, run.collapse_step) for run in self.runs
                 if run.collapse_step is not None]
 
     @property
     def stable(self) -> bool:
-        return self.variance <= self.stable_threshold and not self.collapses
+        return not self.collapses
 
     def mean(self, key: str) -> float:
         return float(np.mean([run.mean(key) for run in self.runs]))
+
+    def peak(self, key: str) -> float:
+        return float(np.max([run.peak(key) for run in self.runs]))
 
     def curve(self) -> list[dict[str, Any]]:
         return mean_records([run.records for run in self.runs])
@@ -193,16 +259,14 @@ class ConfigResult:
         return [run.seed for run in self.runs]
 
 
-def summarize(runs: Iterable[RunResult], threshold: float = DEFAULT_THRESHOLD
-              ) -> list[ConfigResult]:
+def summarize(runs: Iterable[RunResult]) -> list[ConfigResult]:
     """The runs grouped by method and setting, ordered as ``METHODS`` then by role."""
     groups: dict[tuple[str, str], ConfigResult] = {}
     for run in runs:
         r = run.record
         key = (r["method"], r["setting"])
         if key not in groups:
-            groups[key] = ConfigResult(r["method"], r["role"], r["setting"], r["overrides"],
-                                       stable_threshold=threshold)
+            groups[key] = ConfigResult(r["method"], r["role"], r["setting"], r["overrides"])
         groups[key].runs.append(run)
     for group in groups.values():
         group.runs.sort(key=lambda run: run.seed)
@@ -212,10 +276,10 @@ def summarize(runs: Iterable[RunResult], threshold: float = DEFAULT_THRESHOLD
 
 def select_configs(configs: list[ConfigResult]) -> dict[str, ConfigResult]:
     """Per method, the best stable configuration among its base and grid settings, else its
-    base (else its first configuration)."""
+    base (else its first configuration other than the stress grid's)."""
     chosen: dict[str, ConfigResult] = {}
-    for method in dict.fromkeys(c.method for c in configs if c.role != "start"):
-        own = [c for c in configs if c.method == method]
+    for method in dict.fromkeys(c.method for c in configs if c.role not in ("start", "stress")):
+        own = [c for c in configs if c.method == method and c.role != "stress"]
         candidates = [c for c in own if c.role in ("base", "grid")]
         best = select_best(candidates, success=lambda c: c.success[0], stable=lambda c: c.stable)
         base = next((c for c in own if c.role == "base"), own[0])
@@ -224,34 +288,20 @@ def select_configs(configs: list[ConfigResult]) -> dict[str, ConfigResult]:
 
 
 # -- formatting -----------------------------------------------------------------------------
-def _pm(value: tuple[float, float], digits: int = 3) -> str:
-    mean, se = value
-    if math.isnan(mean):
-        return "–"
-    return f"{mean:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:.{digits}f}"
-
-
-def _signed(value: tuple[float, float], digits: int = 3) -> str:
-    mean, se = value
-    if math.isnan(mean):
-        return "–"
-    return f"{mean:+.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{mean:+.{digits}f}"
-
-
 def _percent(value: float, reference: float) -> str:
     if math.isnan(value) or math.isnan(reference) or reference == 0:
         return "–"
     return f"{100.0 * (value - reference) / reference:+.1f}%"
 
 
-def _num(value: float, digits: int = 4) -> str:
-    return "–" if math.isnan(value) else f"{value:.{digits}g}"
-
-
 def _collapse(config: ConfigResult) -> str:
+    """Each collapse's step, seed and sign (the detector, or held-out success falling)."""
     if not config.collapses:
         return "none"
-    return ", ".join(f"step {step} (seed {seed})" for seed, step in config.collapses)
+    return ", ".join(
+        f"step {run.collapse_step} (seed {run.seed}, "
+        f"{'detector' if run.detector_step == run.collapse_step else 'held-out fell'})"
+        for run in config.runs if run.collapse_step is not None)
 
 
 def _paired(config: ConfigResult, reference: ConfigResult | None) -> tuple[float, float]:
@@ -261,20 +311,15 @@ def _paired(config: ConfigResult, reference: ConfigResult | None) -> tuple[float
     return mean, se
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(row) + " |" for row in rows)]
-
-
 def _row(config: ConfigResult, reference: ConfigResult | None) -> list[str]:
     """success, score, Δ%, paired Δ, variance, stable, collapse."""
     trained = config.role != "start"
     return [
-        _pm(config.success), _pm(config.score),
+        pm(config.success), pm(config.score),
         _percent(config.success[0], reference.success[0]) if reference and reference is not
         config else "–",
-        _signed(_paired(config, reference)),
-        _num(config.variance) if trained else "–",
+        signed(_paired(config, reference)),
+        num(config.variance) if trained else "–",
         ("yes" if config.stable else "no") if trained else "–",
         _collapse(config) if trained else "–",
     ]
@@ -282,6 +327,15 @@ def _row(config: ConfigResult, reference: ConfigResult | None) -> list[str]:
 
 _ROW_HEADER = ["held-out success", "score", "Δ success", "paired Δ success", "stability var",
                "stable", "collapse"]
+_BEATS = {"holds": "yes", "fails": "no, worse", "within noise": "within noise"}
+
+
+def _against_start(config: ConfigResult, start: ConfigResult | None) -> list[str]:
+    """The paired difference against the start and whether it is beyond Z standard errors."""
+    if start is None or config.role == "start":
+        return ["–", "–"]
+    mean, se = _paired(config, start)
+    return [signed((mean, se)), _BEATS[by_difference(mean, se)] if not math.isnan(se) else "–"]
 
 
 def _base_config(configs: list[ConfigResult]) -> TrainConfig | None:
@@ -306,14 +360,16 @@ def _noise_note(configs: list[ConfigResult], config: TrainConfig | None) -> str:
         return ""
     r = config.rollout
     spread = float(np.mean(floors))
-    return (" For scale: the levels and the sampling alone give one step's training success a "
+    return (" The stability variance (the study's criterion: the variance of the training "
+            "rollouts' success over the final 20% of steps, the worst seed's) is quoted, not "
+            "judged on: the levels and the sampling alone give one step's training success a "
             f"variance between {spread / (r.n_groups * r.group_size):.2g} (p(1−p) / "
             f"{r.n_groups * r.group_size} episodes) and {spread / r.n_groups:.2g} (p(1−p) / "
             f"{r.n_groups} levels, if each level is all won or all lost), mean over the base "
             "runs' steps.")
 
 
-def _settings_line(c: TrainConfig | None) -> list[str]:
+def _settings_line(c: TrainConfig | None, final: list[float], final_levels: int) -> list[str]:
     """What every run shared, from the runs' config (:func:`_base_config`; sampling as
     resolved for the env)."""
     from arlarena_baselines.trainer.sampling import eval_sampling, training_sampling
@@ -321,13 +377,19 @@ def _settings_line(c: TrainConfig | None) -> list[str]:
     if c is None:
         return []
     r, train, held = c.rollout, training_sampling(c), eval_sampling(c)
-    return [
-        f"Env `{r.env}`, model `{c.model.name}`; {c.rl.steps} steps of {r.n_groups} levels × "
-        f"{r.group_size} rollouts at T = {train.temperature}, responses of up to "
-        f"{train.max_new_tokens} tokens, update mini-batch {c.rl.mini_batch_size} step samples, "
-        f"lr {c.rl.lr}; held-out: {c.eval.episodes} levels (seeds {c.eval.seed}…), "
-        f"T = {held.temperature}, top-p {held.top_p}, top-k {held.top_k}.",
-    ]
+    updates = (f"{c.rl.mini_batches} update mini-batches a step" if c.rl.mini_batches else
+               f"update mini-batch {c.rl.mini_batch_size} step samples")
+    every = f", every {c.eval.every} steps" if c.eval.every else ""
+    line = (f"Env `{r.env}`, model `{c.model.name}`; {c.rl.steps} steps of {r.n_groups} levels "
+            f"× {r.group_size} rollouts at T = {train.temperature}, responses of up to "
+            f"{train.max_new_tokens} tokens, {updates}, lr {c.rl.lr}; held-out curve: "
+            f"{c.eval.episodes} levels (seeds {c.eval.seed}…){every}, T = {held.temperature}, "
+            f"top-p {held.top_p}, top-k {held.top_k}.")
+    if final:
+        line += (f" Final evaluation of every run and of the start: {final_levels:,} held-out "
+                 f"levels at T = {' and T = '.join(f'{t:g}' for t in final)} (top-p "
+                 f"{held.top_p}, top-k {held.top_k}).")
+    return [line]
 
 
 def _section(title: str, intro: str, groups: list[tuple[ConfigResult | None, list[Any]]],
@@ -340,111 +402,183 @@ def _section(title: str, intro: str, groups: list[tuple[ConfigResult | None, lis
     if not rows:
         return []
     return ["", f"## {title}", "", intro, "",
-            *_table(["method", "setting", "seeds", *_ROW_HEADER, *extra], rows)]
+            *table(["method", "setting", "seeds", *_ROW_HEADER, *extra], rows)]
 
 
-def _findings(configs: list[ConfigResult], chosen: dict[str, ConfigResult]) -> list[str]:
-    """The study's findings with this arena's verdicts (:mod:`.findings`)."""
-    rows = [[str(i), f.claim, f"**{f.verdict}**", f.evidence]
-            for i, f in enumerate(judge(configs, chosen), 1)]
-    return ["", "## The study's findings", "",
-            f"Verdicts: a difference counts beyond {Z:g} standard errors; a configuration "
-            "collapses when the collapse detector fired in one of its runs. "
-            "The GiGPO, DAPO and SAMPO claims compare the selected configurations.", "",
-            *_table(["", "claim", "verdict", "evidence"], rows)]
+def _view(configs: list[ConfigResult], temperature: float | None) -> list[ConfigResult]:
+    """``configs`` through their final evaluation at ``temperature`` (``None``: as loaded)."""
+    if temperature is None:
+        return configs
+    return [c if c.role == "stress" else c.at(temperature) for c in configs]
 
 
-def report_markdown(configs: list[ConfigResult], threshold: float = DEFAULT_THRESHOLD,
-                    figures: Iterable[str] = FIGURES) -> str:
-    """The report's markdown: settings, the four tables, the figures."""
+def _view_name(temperature: float | None, final_levels: int) -> str:
+    return ("the last held-out evaluation" if temperature is None
+            else f"T = {temperature:g}, {final_levels:,} levels")
+
+
+def _methods(configs: list[ConfigResult], temperature: float | None, final_levels: int,
+             config: TrainConfig | None, first: bool) -> list[str]:
+    """The methods table of one held-out view; ``first``: with the full introduction."""
     chosen = select_configs(configs)
     reference = chosen.get(REFERENCE)
-    start = [c for c in configs if c.role == "start"]
-    config = _base_config(configs)
-    lines = ["# Arena", "", *_settings_line(config)]
-    lines += _section(
-        "Methods",
-        f"`{START}`: the starting checkpoint, untrained. Per method, its selected configuration "
-        "(the best stable one of its base and grid settings; stable: the variance of the "
-        "training rollouts' success over the final 20% of steps is at most "
-        f"{threshold} for every seed, and the collapse detector never fired). Δ success: "
+    start = next((c for c in configs if c.role == "start"), None)
+    title = "Methods" if temperature is None else f"Methods at T = {temperature:g}"
+    intro = (
+        f"Held-out: {_view_name(temperature, final_levels)}. `{START}`: the starting "
+        "checkpoint, untrained. Per method, its selected configuration (the best stable one of "
+        "its base and grid settings; stable: no run collapsed, i.e. the collapse detector "
+        "never fired and held-out success never fell below the start's for good). Δ success: "
         f"against {REFERENCE} in percent; paired Δ: the mean difference of success against "
-        f"{REFERENCE} on the same (seed, level) episodes. ± is one standard error (over the "
-        "held-out episodes, or across seeds when that is larger)." + _noise_note(configs, config),
-        [(reference, [*start, *chosen.values()])],
+        f"{REFERENCE}, and against the start, on the same (seed, level) episodes; beats start: "
+        f"beyond {Z:g} standard errors. ± is one standard error (over the held-out episodes, "
+        "or across seeds when that is larger)." + _noise_note(configs, config)
+    ) if first else f"Held-out: {_view_name(temperature, final_levels)}; columns as above."
+    return _section(
+        title, intro,
+        [(reference, [*([start] if start else []), *chosen.values()])],
+        ("paired Δ vs start", "beats start"),
+        lambda c: _against_start(c, start),
     )
-    lines += _findings(configs, chosen)
+
+
+def _findings(configs: list[ConfigResult], views: list[float | None],
+              final_levels: int) -> list[str]:
+    """The study's findings with this arena's verdicts (:mod:`.findings`): the held-out ones
+    once per view, those of the stress grid once."""
+    cells = stress_cells(configs)
+    rows = []
+    for k, view in enumerate(views):
+        seen = _view(configs, view)
+        for i, finding in enumerate(judge(seen, select_configs(seen), cells), 1):
+            stress = bool(cells) and i <= 2
+            if stress and k > 0:
+                continue
+            where = "stress grid" if stress else _view_name(view, final_levels)
+            rows.append((i, k, [str(i), finding.claim, where, f"**{finding.verdict}**",
+                                finding.evidence]))
+    return ["", "## The study's findings", "",
+            f"Verdicts: a difference counts beyond {Z:g} standard errors; a configuration "
+            "collapses when one of its runs did. The GiGPO, DAPO and SAMPO claims compare the "
+            "selected configurations; findings 1 and 2 are judged on the stress grid where the "
+            "arena has one. The evidence gives each effect, its standard error, the paired "
+            "episodes (n) and the runs behind it.", "",
+            *table(["", "claim", "held-out", "verdict", "evidence"],
+                   [row for _, _, row in sorted(rows, key=lambda r: r[:2])])]
+
+
+def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURES,
+                    temperatures: Iterable[float] = (), final_levels: int = 0) -> str:
+    """The report's markdown: settings, the tables, the figures. ``temperatures``: those of
+    the runs' final evaluations (none: the tables read the last held-out evaluation)."""
+    views: list[float | None] = list(temperatures) or [None]
+    figures = list(figures)
+    config = _base_config(configs)
+    lines = ["# Arena", "", *_settings_line(config, list(temperatures), final_levels)]
+    for k, view in enumerate(views):
+        lines += _methods(_view(configs, view), view, final_levels, config, k == 0)
+    lines += _findings(configs, views, final_levels)
+    lines += stress_section(configs, STRESS_FIGURE if STRESS_FIGURE in figures else None)
+    first = _view(configs, views[0])
     lines += _section(
         "Stabilisers (CISPO, SAPO)",
-        "Each against the method's base run (Δ and paired Δ): a larger KL coefficient, a larger "
-        "update mini-batch, and the sequence mask (the `_SM` method).",
-        [(find(configs, m, "base"),
-          [find(configs, m, "base"),
-           *(c for c in configs if c.method == m and c.role == "stabiliser"),
-           find(configs, f"{m}_SM", "base")])
+        f"Held-out: {_view_name(views[0], final_levels)}. Each against the method's base run "
+        "(Δ and paired Δ): a larger KL coefficient, a larger update mini-batch, and the "
+        "sequence mask (the `_SM` method).",
+        [(find(first, m, "base"),
+          [find(first, m, "base"),
+           *(c for c in first if c.method == m and c.role == "stabiliser"),
+           find(first, f"{m}_SM", "base")])
          for m in STABILISED_METHODS
-         if any(c.method == m and c.role == "stabiliser" for c in configs)],
+         if any(c.method == m and c.role == "stabiliser" for c in first)],
     )
     lines += _section(
         "Staleness",
-        "The IS-clipping methods at their base and with several times more update mini-batches "
-        "per rollout batch (Δ and paired Δ against the base). Means over the steps: updates per "
-        "step, KL(πθ‖πold), the token fractions with the ratio below 1-ε_low at A < 0 and above "
-        "1+ε_high at A > 0.",
-        [(find(configs, m, "base"), [c for c in configs if c.method == m
-                                      and c.role in ("base", "staleness")])
+        f"Held-out: {_view_name(views[0], final_levels)}. The IS-clipping methods at their "
+        "base and with several times more update mini-batches per rollout batch (Δ and paired "
+        "Δ against the base). Means over the steps: updates per step, KL(πθ‖πold), the token "
+        "fractions with the ratio below 1-ε_low at A < 0 and above 1+ε_high at A > 0.",
+        [(find(first, m, "base"), [c for c in first if c.method == m
+                                    and c.role in ("base", "staleness")])
          for m in IS_CLIPPING_METHODS
-         if any(c.method == m and c.role == "staleness" for c in configs)],
+         if any(c.method == m and c.role == "staleness" for c in first)],
         ("updates", "KL old", "oob low", "oob high"),
-        lambda c: [_num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD, mn.STAB_OOB_LOW_FRAC,
-                                                mn.STAB_OOB_HIGH_FRAC)],
+        lambda c: [num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD, mn.STAB_OOB_LOW_FRAC,
+                                               mn.STAB_OOB_HIGH_FRAC)],
     )
+    chosen = select_configs(first)
     lines += _section(
         "Grid search",
-        "Every configuration tried (Δ and paired Δ against the method's base); ✓ marks the "
-        "selected one.",
-        [(find(configs, m, "base"), [c for c in configs if c.method == m
-                                      and c.role in ("base", "grid")])
-         for m in dict.fromkeys(c.method for c in configs if c.role == "grid")],
+        f"Held-out: {_view_name(views[0], final_levels)}. Every configuration tried (Δ and "
+        "paired Δ against the method's base); ✓ marks the selected one.",
+        [(find(first, m, "base"), [c for c in first if c.method == m
+                                    and c.role in ("base", "grid")])
+         for m in dict.fromkeys(c.method for c in first if c.role == "grid")],
         ("selected",),
         lambda c: ["✓" if chosen.get(c.method) is c else ""],
     )
     lines += ["", "## Figures", ""]
-    lines += [f"![{Path(f).stem}]({f})" for f in figures]
+    lines += [f"![{Path(f).stem}]({f})" for f in figures if f != STRESS_FIGURE]
     return "\n".join(lines) + "\n"
 
 
-CSV_FIELDS = ["method", "role", "setting", "overrides", "seeds", "selected", "success",
-              "success_se", "score", "score_se", "delta_vs_grpo_pct", "paired_delta_vs_grpo",
-              "paired_delta_vs_grpo_se", "stability_var", "stable", "collapse_steps",
-              "updates_mean", "kl_old_mean", "kl_ref_mean", "oob_low_mean", "oob_high_mean"]
+CSV_FIELDS = ["method", "role", "setting", "overrides", "seeds", "held_out", "selected",
+              "success", "success_se", "score", "score_se", "delta_vs_grpo_pct",
+              "paired_delta_vs_grpo", "paired_delta_vs_grpo_se", "paired_delta_vs_start",
+              "paired_delta_vs_start_se", "stability_var", "stable", "collapse_steps",
+              "detector_steps", "fall_steps", "format_fall_steps", "updates_mean",
+              "kl_old_mean", "kl_old_peak", "kl_ref_mean", "grad_norm_peak", "oob_low_mean",
+              "oob_high_mean", "oob_pos_mean", "oob_neg_mean"]
 
 
-def write_csv(configs: list[ConfigResult], path: Path) -> Path:
-    """One row per method × setting (``CSV_FIELDS``)."""
-    chosen = select_configs(configs)
-    reference = chosen.get(REFERENCE)
+def _steps(runs: list[RunResult], step: Callable[[RunResult], int | None]) -> str:
+    return " ".join(f"{run.seed}:{step(run)}" for run in runs if step(run) is not None)
+
+
+def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[float] = ()
+              ) -> Path:
+    """One row per method × setting and held-out view (``CSV_FIELDS``); the stress grid's
+    rows, once, read their last held-out evaluation."""
+    temperatures = list(temperatures)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, CSV_FIELDS)
         writer.writeheader()
-        for c in configs:
-            paired = _paired(c, reference)
-            change = (100.0 * (c.success[0] - reference.success[0]) / reference.success[0]
-                      if reference is not None and reference.success[0] else math.nan)
-            writer.writerow({
-                "method": c.method, "role": c.role, "setting": c.setting,
-                "overrides": " ".join(c.overrides), "seeds": " ".join(map(str, c.seeds)),
-                "selected": chosen.get(c.method) is c,
-                "success": c.success[0], "success_se": c.success[1],
-                "score": c.score[0], "score_se": c.score[1],
-                "delta_vs_grpo_pct": change, "paired_delta_vs_grpo": paired[0],
-                "paired_delta_vs_grpo_se": paired[1], "stability_var": c.variance,
-                "stable": c.stable,
-                "collapse_steps": " ".join(f"{seed}:{step}" for seed, step in c.collapses),
-                "updates_mean": c.mean(keys.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
-                "kl_ref_mean": c.mean(mn.KL_REF), "oob_low_mean": c.mean(mn.STAB_OOB_LOW_FRAC),
-                "oob_high_mean": c.mean(mn.STAB_OOB_HIGH_FRAC),
-            })
+        for view in list(temperatures) or [None]:
+            seen = _view(configs, view)
+            chosen = select_configs(seen)
+            reference = chosen.get(REFERENCE)
+            start = next((c for c in seen if c.role == "start"), None)
+            for c in seen:
+                if view is not None and c.role == "stress" and view != temperatures[0]:
+                    continue
+                paired = _paired(c, reference)
+                to_start = _paired(c, start) if c.role not in ("start", "stress") else (
+                    against_start(c))
+                change = (100.0 * (c.success[0] - reference.success[0]) / reference.success[0]
+                          if reference is not None and reference.success[0] else math.nan)
+                writer.writerow({
+                    "method": c.method, "role": c.role, "setting": c.setting,
+                    "overrides": " ".join(c.overrides), "seeds": " ".join(map(str, c.seeds)),
+                    "held_out": "last" if view is None or c.role == "stress" else f"T={view:g}",
+                    "selected": chosen.get(c.method) is c,
+                    "success": c.success[0], "success_se": c.success[1],
+                    "score": c.score[0], "score_se": c.score[1],
+                    "delta_vs_grpo_pct": change, "paired_delta_vs_grpo": paired[0],
+                    "paired_delta_vs_grpo_se": paired[1], "paired_delta_vs_start": to_start[0],
+                    "paired_delta_vs_start_se": to_start[1], "stability_var": c.variance,
+                    "stable": c.stable,
+                    "collapse_steps": " ".join(f"{seed}:{step}" for seed, step in c.collapses),
+                    "detector_steps": _steps(c.runs, lambda r: r.detector_step),
+                    "fall_steps": _steps(c.runs, lambda r: r.fall_step),
+                    "format_fall_steps": _steps(c.runs, lambda r: r.format_fall_step),
+                    "updates_mean": c.mean(keys.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
+                    "kl_old_peak": c.peak(mn.KL_OLD), "kl_ref_mean": c.mean(mn.KL_REF),
+                    "grad_norm_peak": c.peak(keys.GRAD_NORM_MAX),
+                    "oob_low_mean": c.mean(mn.STAB_OOB_LOW_FRAC),
+                    "oob_high_mean": c.mean(mn.STAB_OOB_HIGH_FRAC),
+                    "oob_pos_mean": c.mean(mn.OOB_POS_FRAC),
+                    "oob_neg_mean": c.mean(mn.OOB_NEG_FRAC),
+                })
     return path
 
 
@@ -454,13 +588,12 @@ def _copy_runs(runs: list[RunResult], root: Path, out: Path) -> None:
     for run in runs:
         target = out / run.folder.relative_to(root)
         target.mkdir(parents=True, exist_ok=True)
-        for name in (RECORD_FILE, METRICS_FILE, EVAL_EPISODES_FILE, CONFIG_FILE):
+        for name in (RECORD_FILE, METRICS_FILE, EVAL_EPISODES_FILE, CONFIG_FILE, FINAL_FILE):
             if (run.folder / name).is_file():
                 shutil.copy2(run.folder / name, target / name)
 
 
-def write_report(root: str | Path, out: str | Path | None = None,
-                 threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
+def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
     """Write ``arena.md``, ``arena.csv`` and the figures for the runs under ``root`` into
     ``out`` (default ``root``); a different ``out`` also gets the runs' small files. Return
     the written paths."""
@@ -471,7 +604,10 @@ def write_report(root: str | Path, out: str | Path | None = None,
         raise ValueError(f"{root} holds no finished arena run ({RECORD_FILE})")
     if out.resolve() != root.resolve():
         _copy_runs(runs, root, out)
-    configs = summarize(runs, threshold)
+    temperatures = final_temperatures(runs)
+    final_levels = max((len(run.at(t).episodes) for run in runs for t in temperatures),
+                       default=0)
+    configs = summarize(runs)
     chosen = select_configs(configs)
     curves = {m: c.curve() for m, c in chosen.items()}
     shares = {}
@@ -488,7 +624,10 @@ def write_report(root: str | Path, out: str | Path | None = None,
         figures = [plot_success(curves, out / FIGURES[0]),
                    plot_diagnostics(curves, out / FIGURES[1]),
                    plot_kl_shares(shares, out / FIGURES[2])]
+        cells = stress_cells(configs)
+        if cells:
+            figures.append(plot_stress(cells, out / STRESS_FIGURE))
     markdown = out / "arena.md"
-    markdown.write_text(report_markdown(configs, threshold, [f.name for f in figures]),
-                        encoding="utf-8")
-    return [markdown, write_csv(configs, out / "arena.csv"), *figures]
+    markdown.write_text(report_markdown(configs, [f.name for f in figures], temperatures,
+                                        final_levels), encoding="utf-8")
+    return [markdown, write_csv(configs, out / "arena.csv", temperatures), *figures]

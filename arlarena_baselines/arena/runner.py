@@ -7,13 +7,16 @@ each finished step), :func:`run_one` (one run, or the starting checkpoint's eval
 A run folder (``ROOT/<method>/<setting>/seed<k>``) is what ``arlarena train rl`` writes
 (``rl_config.yaml``, ``metrics.jsonl``, ``eval_episodes.jsonl`` with every held-out episode,
 which the report pairs across methods; checkpoints, ``final/``) plus ``arena.json`` (the
-method, setting and seed) once the run has finished. A run with ``arena.json`` is skipped; one
-with a checkpoint resumes from it; one killed before its first checkpoint starts again. A
-finished run's checkpoints are removed (``final/`` stays).
+method, setting and seed) once the run has trained, and ``final_episodes.jsonl.gz`` (every
+episode of the final evaluation at each temperature) once it has been evaluated. A run with
+both is skipped; one with ``arena.json`` alone is only evaluated; one with a checkpoint resumes
+from it; one killed before its first checkpoint starts again. A trained run's checkpoints are
+removed (``final/`` stays).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import multiprocessing
 import queue as queue_module
@@ -30,17 +33,32 @@ from tqdm.auto import tqdm
 
 from arlarena_baselines.arena.plan import RunSpec
 from arlarena_baselines.rollout import make_env_pool
-from arlarena_baselines.trainer.checkpoint import atomic_write_text, latest_checkpoint
-from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
-from arlarena_baselines.trainer.heldout import evaluate_policy
+from arlarena_baselines.trainer.checkpoint import (
+    atomic_write_bytes,
+    atomic_write_text,
+    latest_checkpoint,
+)
+from arlarena_baselines.trainer.config import TrainConfig, apply_overrides, config_to_dict
+from arlarena_baselines.trainer.heldout import evaluate_policy, heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir
-from arlarena_baselines.trainer.tracking import MetricsLogger
+from arlarena_baselines.trainer.tracking import MetricsLogger, episode_record
 
-__all__ = ["RECORD_FILE", "ArenaTrainer", "run_arena", "run_one", "steps_done", "total_steps"]
+__all__ = [
+    "FINAL_FILE",
+    "RECORD_FILE",
+    "ArenaTrainer",
+    "final_evaluation",
+    "run_arena",
+    "run_finished",
+    "run_one",
+    "steps_done",
+    "total_steps",
+]
 
 RECORD_FILE = "arena.json"
+FINAL_FILE = "final_episodes.jsonl.gz"
 # Config fields that change how a run is executed or logged, not what it computes.
 _EXECUTION_FIELDS = {
     "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
@@ -94,6 +112,13 @@ def total_steps(spec: RunSpec, config: TrainConfig) -> int:
     return config.rl.steps if spec.trains else 0
 
 
+def run_finished(spec: RunSpec, root: str | Path) -> bool:
+    """Whether a run has trained and, where it has one, made its final evaluation."""
+    folder = spec.folder(root)
+    return (folder / RECORD_FILE).is_file() and (
+        not spec.final_temperatures or (folder / FINAL_FILE).is_file())
+
+
 def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
     """Steps a run has behind it: all when finished, else its latest checkpoint's."""
     folder = spec.folder(root)
@@ -131,16 +156,62 @@ def _evaluate(config: TrainConfig) -> None:
         threads.restore()
 
 
+def final_evaluation(spec: RunSpec, config: TrainConfig, folder: Path) -> None:
+    """Play the run's model (``final/``; the start's for the ``start`` role) on
+    ``spec.final_episodes`` held-out levels at each final temperature, with the evaluation's
+    other sampling settings, and write every episode to ``FINAL_FILE`` at once. Every run of a
+    seed meets the same levels with the same random streams, so runs pair level by level."""
+    model = str(folder / "final") if spec.trains else config.model.name
+    config = apply_overrides(config, [f"model.name={model}",
+                                      f"eval.episodes={spec.final_episodes}"])
+    threads = TorchThreads(config.run.threads)
+    lines = []
+    try:
+        policy = Policy.load(config)
+        r = config.rollout
+        try:
+            with make_env_pool(env_factory(config), r.n_groups * r.group_size,
+                               r.env_workers) as pool:
+                for temperature in spec.final_temperatures:
+                    at = apply_overrides(config, [f"eval.temperature={temperature}"])
+                    rollout = heldout_rollout(policy, at, pool)
+                    lines += [json.dumps({"temperature": temperature, **episode_record(e)})
+                              for e in rollout.episodes]
+        finally:
+            policy.close()
+    finally:
+        threads.restore()
+    payload = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
+    atomic_write_bytes(folder / FINAL_FILE, payload)
+
+
 def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
             on_step: Callable[[], Any] = lambda: None) -> dict[str, Any]:
     """Make one run (train it to its end, resuming it if it has a checkpoint; or, for the
-    ``start`` role, evaluate the checkpoint) and write ``arena.json``; return that record."""
+    ``start`` role, evaluate the checkpoint) and write ``arena.json``; then make its final
+    evaluation; return that record. A trained run is not trained again."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # the arena's bar is the only one (checkpoint writes)
     config = spec.config(base, root)
     folder = spec.folder(root)
     check_folder(spec, config, root)
+    if (folder / RECORD_FILE).is_file():
+        record = json.loads((folder / RECORD_FILE).read_text())
+    else:
+        record = _train_or_evaluate(spec, config, root, on_step)
+    if spec.final_temperatures and not (folder / FINAL_FILE).is_file():
+        start = time.perf_counter()
+        final_evaluation(spec, config, folder)
+        record["final_s"] = round(time.perf_counter() - start, 1)
+        atomic_write_text(folder / RECORD_FILE, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def _train_or_evaluate(spec: RunSpec, config: TrainConfig, root: str | Path,
+                       on_step: Callable[[], Any]) -> dict[str, Any]:
+    """Train the run (or evaluate the start) and write its ``arena.json``."""
+    folder = spec.folder(root)
     steps = total_steps(spec, config)
     start_step = steps_done(spec, root, steps)
     if start_step == 0 and folder.exists():
@@ -188,7 +259,7 @@ def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs:
         check_folder(spec, config, root)
     steps = {spec: total_steps(spec, config) for spec, config in configs.items()}
     done = {spec: steps_done(spec, root, steps[spec]) for spec in runs}
-    pending = [s for s in runs if not (s.folder(root) / RECORD_FILE).is_file()]
+    pending = [s for s in runs if not run_finished(s, root)]
     bar = tqdm(total=sum(steps.values()), initial=sum(done.values()),
                unit="step", desc=f"arena: {len(runs) - len(pending)}/{len(runs)} runs done",
                disable=not progress, dynamic_ncols=True)

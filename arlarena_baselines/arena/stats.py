@@ -1,8 +1,16 @@
 """The arena's statistics: means with standard errors, paired differences, stability, selection.
 
 Holds :func:`mean_se`, :func:`paired_difference`, :func:`stability_variance` (the study's
-criterion, §3.1: the variance of success over the final 20% of steps) and :func:`select_best`
-(the study's per-method grid search: the best configuration among the stable ones).
+criterion, §3.1: the variance of success over the final 20% of steps), :func:`fall_step` (the
+step from which a held-out curve stays below its start: this arena's stability criterion) and
+:func:`select_best` (the study's per-method grid search: the best configuration among the
+stable ones).
+
+Why the held-out curve and not the study's variance: one step's training success varies by
+p(1−p) / levels from the levels drawn alone (each level all won or all lost), between 0.06 at
+4 levels a step and 0.004 at 64, against the study's fixed threshold of 0.01. The held-out
+curve replays the same levels at every evaluation, so a fall is tested against the noise of the
+evaluation itself, whatever the training batch.
 
 Outcomes come grouped by seed (one list of per-episode values per training seed). With one
 seed the standard error is the episodes' (binomial for success); with several it is the larger
@@ -20,6 +28,10 @@ import numpy as np
 
 __all__ = [
     "FINAL_FRACTION",
+    "FORMAT_DROP",
+    "Z",
+    "fall_step",
+    "format_fall_step",
     "mean_se",
     "paired_difference",
     "select_best",
@@ -27,6 +39,10 @@ __all__ = [
 ]
 
 FINAL_FRACTION = 0.2
+# A difference counts when it exceeds this many standard errors (about 95% two-sided).
+Z = 2.0
+# A fall of the valid-format ratio that counts (the collapse detector's ``format_drop``).
+FORMAT_DROP = 0.1
 T = TypeVar("T")
 
 
@@ -81,6 +97,50 @@ def stability_variance(values: Sequence[float], fraction: float = FINAL_FRACTION
         return math.nan
     window = max(2, math.ceil(fraction * len(values)))
     return float(np.var(np.asarray(values[-window:], dtype=float)))
+
+
+def _last_run(flags: Sequence[tuple[int, bool]]) -> int | None:
+    """The first step of the run of ``True`` that lasts to the last step, or ``None``."""
+    first = None
+    for step, flag in flags:
+        first = (step if first is None else first) if flag else None
+    return first
+
+
+def fall_step(curve: Mapping[int, Mapping[int, float]], z: float = Z) -> int | None:
+    """The first evaluation step from which held-out success stays below the step-0
+    evaluation's, beyond ``z`` standard errors of the paired difference on the same levels,
+    through the last evaluation; ``None`` when the last evaluation is within (or without a
+    step 0). ``curve``: ``{step: {level: success}}``.
+
+    >>> start = {level: 1.0 for level in range(8)}
+    >>> fall_step({0: start, 2: {k: 0.0 for k in range(8)}, 4: start})  # it came back
+    >>> fall_step({0: start, 2: start, 4: {k: float(k < 2) for k in range(8)}})
+    4
+    """
+    if 0 not in curve:
+        return None
+    start = {(0, level): value for level, value in curve[0].items()}
+
+    def fell(step: int) -> bool:
+        mean, se, n = paired_difference(
+            {(0, level): value for level, value in curve[step].items()}, start)
+        return n > 1 and mean + z * se < 0
+
+    return _last_run([(step, fell(step)) for step in sorted(curve) if step > 0])
+
+
+def format_fall_step(ratios: Mapping[int, float], drop: float = FORMAT_DROP) -> int | None:
+    """The first step from which the valid-format ratio stays more than ``drop`` below its
+    step-0 value, through the last step (``ratios``: ``{step: ratio}``); ``None`` otherwise.
+
+    >>> format_fall_step({0: 0.98, 2: 0.8, 4: 0.95, 6: 0.7, 8: 0.5})
+    6
+    """
+    if 0 not in ratios:
+        return None
+    return _last_run([(step, ratios[step] < ratios[0] - drop)
+                      for step in sorted(ratios) if step > 0])
 
 
 def select_best(candidates: Sequence[T], *, success: Callable[[T], float],

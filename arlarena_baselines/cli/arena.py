@@ -2,10 +2,12 @@
 
 ``arlarena arena --config configs/recipe/sokoban-rl.yaml --model BC --out runs/arena`` trains
 every method of ``METHODS`` (or ``--methods``) with ``--seeds`` seeds, plus the stabiliser rows
-of CISPO and SAPO, the high-staleness rows of the IS-clipping methods and any ``--grid``, each
-run in ``OUT/<method>/<setting>/seed<k>``; finished runs are skipped and interrupted ones
-resume. It ends by writing the report, which ``arlarena arena --report OUT [--out DIR]``
-rebuilds (into DIR with the runs' small files, e.g. for ``docs/arena``).
+of CISPO and SAPO, the high-staleness rows of the IS-clipping methods, any ``--grid`` and the
+stress grid (``--stress-lr``), each run in ``OUT/<method>/<setting>/seed<k>``; with
+``--final-temperatures`` every run but the stress grid's then plays ``--final-episodes``
+held-out levels at each of them. Finished runs are skipped and interrupted ones resume. It ends
+by writing the report, which ``arlarena arena --report OUT [--out DIR]`` rebuilds (into DIR
+with the runs' small files, e.g. for ``docs/arena``).
 
 The base config comes, in increasing precedence, from ``--config``, the arena's defaults
 (``run.tensorboard=false``, ``run.keep_checkpoints=1``), the shortcut flags and ``--set``.
@@ -42,9 +44,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None,
                    help="arena folder (default runs/arena); with --report, the report's folder "
                    "(default ARENA_DIR; another folder also gets the runs' metrics)")
-    p.add_argument("--stable-var", type=float, default=None, metavar="VAR",
-                   help="stability criterion: the largest variance of training success over "
-                   "the final 20%% of steps (default 0.01)")
     train = p.add_argument_group("training")
     train.add_argument("--config", default=None, help="base YAML config (e.g. configs/recipe/"
                        "sokoban-rl.yaml)")
@@ -55,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                        help="override any field of the base config (repeatable)")
     train.add_argument("--methods", default=None, metavar="A,B,...",
-                       help="methods to run (default: all of METHODS)")
+                       help="methods to run (default: all of METHODS; none: only the stress "
+                       "grid)")
     train.add_argument("--seeds", type=int, default=1,
                        help="runs per method and setting, seeds run.seed + 0, 1, ...")
     train.add_argument("--grid", action="append", default=[], metavar="METHOD:KEY=V1,V2",
@@ -71,6 +71,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--staleness", type=int, default=4,
                        help="the staleness rows' rl.mini_batch_size is the base divided by "
                        "this (default 4; 0: no staleness rows)")
+    train.add_argument("--final-temperatures", default=None, metavar="T1,T2",
+                       help="after training, play every run's model and the start's on "
+                       "--final-episodes held-out levels at each of these temperatures (the "
+                       "report's tables then read them)")
+    train.add_argument("--final-episodes", type=int, default=1024,
+                       help="held-out levels of the final evaluation (default 1024)")
+    stress = p.add_argument_group("stress grid (findings 1 and 2)")
+    stress.add_argument("--stress-lr", default=None, metavar="LR1,LR2",
+                        help="learning rates of the stress grid (turns it on)")
+    stress.add_argument("--stress-mini-batches", default="1", metavar="K1,K2",
+                        help="update mini-batches per rollout batch (rl.mini_batches) of the "
+                        "stress grid (default 1)")
+    stress.add_argument("--stress-methods", default="GRPO,GSPO,CISPO,SAPO,CISPO_SM,SAPO_SM",
+                        metavar="A,B,...", help="methods of the stress grid (default: the "
+                        "IS-clipping methods and the masked CISPO and SAPO)")
+    stress.add_argument("--stress-seeds", type=int, default=2,
+                        help="runs per method and cell (default 2)")
+    stress.add_argument("--stress-set", action="append", default=[],
+                        metavar="SECTION.FIELD=VALUE",
+                        help="the stress runs' budget over the base config, e.g. rl.steps=8 "
+                        "(repeatable)")
     train.add_argument("--jobs", type=int, default=1,
                        help="runs at once, each in its own process (default 1)")
     train.add_argument("--dry-run", action="store_true",
@@ -93,14 +114,13 @@ def base_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from arlarena_baselines.arena.report import DEFAULT_THRESHOLD, write_report
+    from arlarena_baselines.arena.report import write_report
 
-    threshold = DEFAULT_THRESHOLD if args.stable_var is None else args.stable_var
     try:
         if args.report is not None:
-            code, paths = 0, write_report(args.report, args.out, threshold)
+            code, paths = 0, write_report(args.report, args.out)
         else:
-            code, paths = _train(args, threshold)
+            code, paths = _train(args)
     except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -109,7 +129,28 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _train(args: argparse.Namespace, threshold: float) -> tuple[int, list[Path]]:
+def _list(text: str | None, kind: type) -> tuple:
+    """``"1,4,16"`` → ``(1, 4, 16)`` (empty for ``None``)."""
+    if text is None:
+        return ()
+    try:
+        return tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+    except ValueError as err:
+        raise ValueError(f"{text!r} is not a comma-separated list of {kind.__name__}") from err
+
+
+def stress_grid(args: argparse.Namespace):
+    """The :class:`~arlarena_baselines.arena.plan.StressGrid` of the flags, or ``None``."""
+    from arlarena_baselines.arena.plan import StressGrid
+
+    if args.stress_lr is None:
+        return None
+    return StressGrid(methods=_list(args.stress_methods, str), lrs=_list(args.stress_lr, str),
+                      mini_batches=_list(args.stress_mini_batches, int),
+                      seeds=args.stress_seeds, budget=tuple(args.stress_set))
+
+
+def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     """Plan the runs and make them (or list them with ``--dry-run``); return the exit code and
     the report's files. A bad setting raises before anything runs."""
     from arlarena_baselines.algos import METHODS
@@ -120,11 +161,14 @@ def _train(args: argparse.Namespace, threshold: float) -> tuple[int, list[Path]]
     out = args.out or "runs/arena"
     base = base_config(args)
     methods = args.methods.split(",") if args.methods else list(METHODS)
+    methods = [] if methods == ["none"] else methods
     plan = ArenaPlan(
         methods=tuple(m.strip() for m in methods if m.strip()), seeds=args.seeds,
         stabilisers=not args.no_stabilisers, stabiliser_kl=args.stabiliser_kl,
         stabiliser_batch=args.stabiliser_batch, staleness=args.staleness,
-        grid=parse_grid(args.grid),
+        grid=parse_grid(args.grid), stress=stress_grid(args),
+        final_temperatures=_list(args.final_temperatures, float),
+        final_episodes=args.final_episodes,
     )
     runs = plan_runs(plan, base, out)
     if args.dry_run:
@@ -137,5 +181,5 @@ def _train(args: argparse.Namespace, threshold: float) -> tuple[int, list[Path]]
     failures = run_arena(runs, base, out, jobs=args.jobs, progress=not args.no_progress)
     for spec, error in failures:
         print(f"failed: {spec.label()}: {error}", file=sys.stderr)
-    paths = write_report(out, None, threshold) if len(failures) < len(runs) else []
+    paths = write_report(out) if len(failures) < len(runs) else []
     return (1 if failures else 0), paths

@@ -20,7 +20,7 @@ from typing import Any
 
 from arlarena_baselines.rollout.samples import EpisodeResult
 
-__all__ = ["EVAL_EPISODES_FILE", "METRICS_FILE", "MetricsLogger", "read_metrics"]
+__all__ = ["EVAL_EPISODES_FILE", "METRICS_FILE", "MetricsLogger", "episode_record", "read_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_EPISODES_FILE = "eval_episodes.jsonl"
@@ -51,6 +51,13 @@ def _truncate(path: Path, phase: str, first_step: int) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
     os.replace(tmp, path)
+
+
+def episode_record(e: EpisodeResult) -> dict[str, Any]:
+    """One held-out episode as the run's episode files hold it: its task, its env seed (the
+    level), and its outcome."""
+    return {"task": e.group_id, "seed": e.seed, "won": e.won, "score": e.score,
+            "return": e.episode_return, "turns": e.turns, "valid_turns": e.valid_turns}
 
 
 class MetricsLogger:
@@ -132,14 +139,8 @@ class MetricsLogger:
 
     def log_episodes(self, step: int, episodes: Sequence[EpisodeResult]) -> None:
         """Write one evaluation's episodes to ``eval_episodes.jsonl``."""
-        lines = [
-            json.dumps({
-                "phase": self.phase, "step": step, "task": e.group_id, "seed": e.seed,
-                "won": e.won, "score": e.score, "return": e.episode_return, "turns": e.turns,
-                "valid_turns": e.valid_turns,
-            }) + "\n"
-            for e in episodes
-        ]
+        lines = [json.dumps({"phase": self.phase, "step": step, **episode_record(e)}) + "\n"
+                 for e in episodes]
         with self.episodes_path.open("a") as handle:
             handle.write("".join(lines))
             handle.flush()
