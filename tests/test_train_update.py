@@ -100,7 +100,7 @@ def test_a_count_of_mini_batches_cuts_each_batch_into_that_many(tmp_path, sample
 
 
 def test_a_count_of_mini_batches_below_one_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="rl.mini_batches"):
+    with pytest.raises(ValueError, match=r"rl\.mini_batches"):
         make_trainer(tmp_path, "rl.mini_batches=0")
 
 
