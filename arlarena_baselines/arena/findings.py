@@ -14,7 +14,7 @@ A verdict is one of :data:`VERDICTS`:
 Differences of held-out success are paired on the (seed, level) episodes both runs played;
 their standard error carries the seeds' spread where there are several (see :mod:`.stats`).
 A configuration *collapses* when one of its runs did (the collapse detector fired, or held-out
-success fell below the start for good). The stability variance of the study is quoted, not
+success fell below half the start's for good). The stability variance of the study is quoted, not
 judged on (see :mod:`.stats`).
 
 Findings 1 and 2 are judged on the stress grid where the arena has one (:mod:`.stress`): over

@@ -26,10 +26,10 @@ tables:
   held-out success and the valid-format ratio fell, the peak KL to π_old and gradient norm,
   and the out-of-band token fractions by advantage sign; its figure.
 
-A run *collapses* when the collapse detector fired or its held-out success fell and stayed
-below its start (:func:`~.stats.fall_step`); a configuration is stable when none of its runs
-collapsed. The study's variance of training success is quoted beside it, not judged on (see
-:mod:`.stats`).
+A run *collapses* when the collapse detector fired or its held-out success fell below half its
+start's and stayed there (:func:`~.stats.fall_step`); a configuration is stable when none of
+its runs collapsed. The study's variance of training success is quoted beside it, not judged
+on (see :mod:`.stats`).
 """
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ def _methods(configs: list[ConfigResult], temperature: float | None, final_level
         f"Held-out: {_view_name(temperature, final_levels)}. `{START}`: the starting "
         "checkpoint, untrained. Per method, its selected configuration (the best stable one of "
         "its base and grid settings; stable: no run collapsed, i.e. the collapse detector "
-        "never fired and held-out success never fell below the start's for good). Δ success: "
+        "never fired and held-out success never fell below half the start's for good). Δ success: "
         f"against {REFERENCE} in percent; paired Δ: the mean difference of success against "
         f"{REFERENCE}, and against the start, on the same (seed, level) episodes; beats start: "
         f"beyond {Z:g} standard errors. ± is one standard error (over the held-out episodes, "

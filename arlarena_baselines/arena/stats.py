@@ -2,7 +2,8 @@
 
 Holds :func:`mean_se`, :func:`paired_difference`, :func:`stability_variance` (the study's
 criterion, §3.1: the variance of success over the final 20% of steps), :func:`fall_step` (the
-step from which a held-out curve stays below its start: this arena's stability criterion) and
+step from which a held-out curve stays below half its start: this arena's sign of collapse
+beside the collapse detector) and
 :func:`select_best` (the study's per-method grid search: the best configuration among the
 stable ones).
 
@@ -27,6 +28,7 @@ from typing import TypeVar
 import numpy as np
 
 __all__ = [
+    "FALL_FRACTION",
     "FINAL_FRACTION",
     "FORMAT_DROP",
     "Z",
@@ -43,6 +45,9 @@ FINAL_FRACTION = 0.2
 Z = 2.0
 # A fall of the valid-format ratio that counts (the collapse detector's ``format_drop``).
 FORMAT_DROP = 0.1
+# A collapse of held-out success: below this fraction of the start's (a run that merely ends
+# a little below its start has degraded, not collapsed).
+FALL_FRACTION = 0.5
 T = TypeVar("T")
 
 
@@ -107,25 +112,28 @@ def _last_run(flags: Sequence[tuple[int, bool]]) -> int | None:
     return first
 
 
-def fall_step(curve: Mapping[int, Mapping[int, float]], z: float = Z) -> int | None:
-    """The first evaluation step from which held-out success stays below the step-0
-    evaluation's, beyond ``z`` standard errors of the paired difference on the same levels,
-    through the last evaluation; ``None`` when the last evaluation is within (or without a
-    step 0). ``curve``: ``{step: {level: success}}``.
+def fall_step(curve: Mapping[int, Mapping[int, float]], z: float = Z,
+              fraction: float = FALL_FRACTION) -> int | None:
+    """The first evaluation step from which held-out success stays below ``fraction`` of the
+    step-0 evaluation's, and below it beyond ``z`` standard errors of the paired difference on
+    the same levels, through the last evaluation; ``None`` when the last evaluation is not
+    (or without a step 0). ``curve``: ``{step: {level: success}}``.
 
-    >>> start = {level: 1.0 for level in range(8)}
+    >>> start = {level: float(level < 6) for level in range(8)}
     >>> fall_step({0: start, 2: {k: 0.0 for k in range(8)}, 4: start})  # it came back
-    >>> fall_step({0: start, 2: start, 4: {k: float(k < 2) for k in range(8)}})
+    >>> fall_step({0: start, 2: start, 4: {k: float(k < 1) for k in range(8)}})
     4
+    >>> fall_step({0: start, 2: {k: float(k < 4) for k in range(8)}})  # 0.5 of 0.75: degraded
     """
     if 0 not in curve:
         return None
     start = {(0, level): value for level, value in curve[0].items()}
+    floor = fraction * sum(start.values()) / max(len(start), 1)
 
     def fell(step: int) -> bool:
-        mean, se, n = paired_difference(
-            {(0, level): value for level, value in curve[step].items()}, start)
-        return n > 1 and mean + z * se < 0
+        now = {(0, level): value for level, value in curve[step].items()}
+        mean, se, n = paired_difference(now, start)
+        return n > 1 and mean + z * se < 0 and sum(now.values()) / len(now) < floor
 
     return _last_run([(step, fell(step)) for step in sorted(curve) if step > 0])
 

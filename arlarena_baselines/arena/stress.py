@@ -8,7 +8,7 @@ method, the cells in which it collapsed among those where GRPO or GSPO stayed st
 :func:`stress_section` (the report's table).
 
 A configuration here is a method in one cell over its seeds; it *collapsed* when one of its runs
-did (the collapse detector fired, or held-out success fell below the run's start for good:
+did (the collapse detector fired, or held-out success fell below half the run's start for good:
 :attr:`~.report.RunResult.collapse_step`).
 """
 
@@ -145,18 +145,18 @@ def stress_section(configs: Sequence[Any], figure: str | None) -> list[str]:
                 num(c.mean(mn.OOB_POS_FRAC), 3), num(c.mean(mn.OOB_NEG_FRAC), 3),
             ])
     intro = (
-        "The stress axis of findings 1 and 2: short runs at a learning rate × a number of "
-        "update mini-batches per rollout batch (1: on-policy; more: each step's later updates "
-        "further off-policy), from the same start." + _budget(cells) + " Per method and cell: "
-        "how many runs collapsed; the step at which the collapse detector fired, at which "
-        "held-out success fell below the run's start for good (beyond 2 paired standard "
-        "errors to the last evaluation), and at which the held-out valid-format ratio fell "
-        "more than 0.1 for good (sN: seed N); held-out success at step 0 and at the end, and "
-        "their paired difference; the peak over steps of KL(πθ‖πold) and of the gradient "
+        "The stress axis of findings 1 and 2: short runs at a learning rate × a number of update "
+        "mini-batches per rollout batch (1: on-policy; more: each step's later updates further "
+        "off-policy), from the same start." + _budget(cells) + (
+        " Per method and cell: how many runs collapsed; the step at which the collapse detector "
+        "fired, at which held-out success fell below half the run's start for good (and beyond 2 "
+        "paired standard errors, to the last evaluation), and at which the held-out valid-format "
+        "ratio fell more than 0.1 for good (sN: seed N); held-out success at step 0 and at the "
+        "end, and their paired difference; the peak over steps of KL(πθ‖πold) and of the gradient "
         "norm (before clipping); the mean over steps of the fraction of response tokens whose "
         "ratio left the method's band [1−ε_low, 1+ε_high] at A > 0 and at A < 0 (the study's "
-        "Figure 3). At one update a step the ratio is 1 when the loss is taken, so KL to πold "
-        "is 0 and the detector, which needs it, cannot fire: held-out success tells.")
+        "Figure 3). At one update a step the ratio is 1 when the loss is taken, so KL to πold is 0"
+        " and the detector, which needs it, cannot fire: held-out success tells."))
     lines = ["", "## Stress grid", "", intro, "", _counts_line(cells), "",
              *table(["method", "lr", "updates a step", "seeds", "collapsed", "detector",
                      "held-out fell", "format fell", "held-out", "paired Δ vs start",
