@@ -59,9 +59,10 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, title: str, path: Path) -> Path:
+def _save(fig: Any, title: str, path: Path, tight: bool = True) -> Path:
     fig.suptitle(title)
-    fig.tight_layout()
+    if tight:  # a figure with a shared colour bar lays itself out (constrained)
+        fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     _pyplot().close(fig)
@@ -133,7 +134,8 @@ def plot_stress(cells: Sequence[Any], path: Path, cols: int = 3) -> Path:
     plt = _pyplot()
     methods = list(dict.fromkeys(m for cell in cells for m in cell.configs))
     rows = -(-len(methods) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), squeeze=False,
+                             layout="constrained")
     image = None
     for ax, method in zip(axes.flat, methods, strict=False):
         lrs, counts, own = cell_grid(cells, method)
@@ -152,14 +154,12 @@ def plot_stress(cells: Sequence[Any], path: Path, cols: int = 3) -> Path:
         ax.set_xticks(range(len(counts)), [str(k) for k in counts])
         ax.set_yticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
         ax.set_xlabel("updates a step (staleness)")
-        ax.set_ylabel("learning rate")
+        if ax in axes[:, 0]:
+            ax.set_ylabel("learning rate")
         ax.set_title(method, fontsize=10)
     for ax in list(axes.flat)[len(methods):]:
         ax.axis("off")
     if image is not None:
         fig.colorbar(image, ax=axes, shrink=0.8, label="held-out success, end − start")
-    fig.suptitle("stress grid: held-out success change and collapsed runs (✗)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _save(fig, "stress grid: held-out success change and collapsed runs (✗)", path,
+                 tight=False)
