@@ -33,7 +33,9 @@ from arlarena_baselines.arena.stats import paired_difference
 from arlarena_baselines.arena.stress import stress_cells
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation.paired import paired_comparison
+from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer import keys
+from arlarena_baselines.trainer.compare import compare_checkpoints
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
@@ -422,6 +424,12 @@ def test_final_evaluation_and_stress_grid_end_to_end(tmp_path):
     for run in (start, grpo):
         assert [(e["temperature"], e["seed"]) for e in run.final] == [
             (t, 1_000_000 + i) for t in (1.0, 0.5) for i in range(3)]
+    # The start's final episodes are `arlarena train compare`'s on the same config.
+    config = apply_overrides(tiny_base(), ["eval.episodes=3", "eval.temperature=0.5"])
+    compare_checkpoints(config, ["tiny"], out=tmp_path / "compare")
+    compared = {e["seed"]: (e["won"], e["score"]) for e in read_records(
+        tmp_path / "compare" / "0.jsonl") if e.get("type") == "episode"}
+    assert compared == {e["seed"]: (e["won"], e["score"]) for e in start.at(0.5).episodes}
     stress = runs[("CISPO", "stress-lr=1e-2+mini_batches=2")]
     assert stress.final == [] and sorted(stress.curve) == [0, 1]
     assert read_metrics(stress.folder)[0]["step"] == 0  # its own start
