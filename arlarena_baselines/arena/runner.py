@@ -23,8 +23,9 @@ import queue as queue_module
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,23 +138,33 @@ def _train(config: TrainConfig, resume: bool, on_step: Callable[[], Any]) -> Non
         trainer.close()
 
 
+@contextmanager
+def _playing(config: TrainConfig) -> Iterator[tuple[Policy, Any]]:
+    """``config.model`` loaded beside an env pool of the rollout's size, under the run's torch
+    threads; all closed on the way out."""
+    threads = TorchThreads(config.run.threads)
+    try:
+        policy = Policy.load(config)
+        try:
+            r = config.rollout
+            with make_env_pool(env_factory(config), r.n_groups * r.group_size,
+                               r.env_workers) as pool:
+                yield policy, pool
+        finally:
+            policy.close()
+    finally:
+        threads.restore()
+
+
 def _evaluate(config: TrainConfig) -> None:
     """The held-out evaluation of ``config.model`` as it is, logged as the run's step 0 (its
     metrics and its episodes, as the trainer logs its own)."""
     logger = MetricsLogger(prepare_run_dir(config, "rl", resume=False), "rl")
-    threads = TorchThreads(config.run.threads)
     try:
-        policy = Policy.load(config)
-        r = config.rollout
-        try:
-            with make_env_pool(env_factory(config), r.n_groups * r.group_size,
-                               r.env_workers) as pool:
-                logger.log(0, evaluate_policy(policy, config, pool, logger=logger, step=0))
-        finally:
-            policy.close()
+        with _playing(config) as (policy, pool):
+            logger.log(0, evaluate_policy(policy, config, pool, logger=logger, step=0))
     finally:
         logger.close()
-        threads.restore()
 
 
 def final_evaluation(spec: RunSpec, config: TrainConfig, folder: Path) -> None:
@@ -164,23 +175,12 @@ def final_evaluation(spec: RunSpec, config: TrainConfig, folder: Path) -> None:
     model = str(folder / "final") if spec.trains else config.model.name
     config = apply_overrides(config, [f"model.name={model}",
                                       f"eval.episodes={spec.final_episodes}"])
-    threads = TorchThreads(config.run.threads)
     lines = []
-    try:
-        policy = Policy.load(config)
-        r = config.rollout
-        try:
-            with make_env_pool(env_factory(config), r.n_groups * r.group_size,
-                               r.env_workers) as pool:
-                for temperature in spec.final_temperatures:
-                    at = apply_overrides(config, [f"eval.temperature={temperature}"])
-                    rollout = heldout_rollout(policy, at, pool)
-                    lines += [json.dumps({"temperature": temperature, **episode_record(e)})
-                              for e in rollout.episodes]
-        finally:
-            policy.close()
-    finally:
-        threads.restore()
+    with _playing(config) as (policy, pool):
+        for temperature in spec.final_temperatures:
+            at = apply_overrides(config, [f"eval.temperature={temperature}"])
+            lines += [json.dumps({"temperature": temperature, **episode_record(e)})
+                      for e in heldout_rollout(policy, at, pool).episodes]
     payload = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
     atomic_write_bytes(folder / FINAL_FILE, payload)
 
