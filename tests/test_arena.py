@@ -21,7 +21,7 @@ from arlarena_baselines.arena.plan import (
     parse_grid,
     plan_runs,
 )
-from arlarena_baselines.arena.report import (
+from arlarena_baselines.arena.results import (
     ConfigResult,
     RunResult,
     load_runs,
@@ -117,6 +117,15 @@ def test_plan_without_a_mini_batch_stales_by_episodes_and_skips_the_batch_stabil
     runs = plan_runs(ArenaPlan(methods=("SAPO",), staleness=8), base, tmp_path)
     assert [r.setting.name for r in runs] == [
         "start", "base", "stabiliser-kl_coef=0.05", "staleness-mini_batch_size=8"]
+
+
+def test_a_base_count_of_mini_batches_refuses_rows_that_set_a_size(tmp_path):
+    base = apply_overrides(TrainConfig(), ["rl.mini_batches=4"])
+    with pytest.raises(ValueError, match="--staleness 0"):
+        plan_runs(ArenaPlan(methods=("CISPO",)), base, tmp_path)
+    plan = ArenaPlan(methods=("CISPO",), staleness=0, stabiliser_batch=1)
+    assert {r.setting.name for r in plan_runs(plan, base, tmp_path)} == {
+        "start", "base", "stabiliser-kl_coef=0.05"}
 
 
 @pytest.mark.parametrize("grid, message", [
@@ -452,3 +461,8 @@ def test_final_evaluation_and_stress_grid_end_to_end(tmp_path):
     assert (grpo.folder / METRICS_FILE).read_text() == metrics
     assert json.loads((grpo.folder / RECORD_FILE).read_text())["wall_s"] == json.loads(
         record)["wall_s"]
+    # An arena that asks for other levels evaluates again.
+    assert main([*args[:-3], "--final-episodes", "2", *args[-3:]]) == 0
+    (again,) = [r for r in load_runs(tmp_path) if r.record["setting"] == "base"]
+    assert [(e["temperature"], e["seed"]) for e in again.final] == [
+        (t, 1_000_000 + i) for t in (1.0, 0.5) for i in range(2)]

@@ -1,18 +1,25 @@
 """The micro-arena: the study's comparison of the methods of ``METHODS``, at CPU scale.
 
 Every method trains from the same checkpoint with the same config (rollout budget, update
-mini-batches, held-out levels, sampling) and seeds, through the local trainer; a report then
-gives the study's tables (held-out success against GRPO, stability, collapses; the stabiliser
-rows of CISPO and SAPO; high staleness; the per-method grid search) and figures.
+mini-batches, held-out levels, sampling) and seeds, through the local trainer, and may end with
+a final evaluation at several temperatures; a stress grid of learning rate × staleness provokes
+collapse on purpose; a report then gives the study's tables (held-out success against GRPO and
+the start, stability, collapses; the stabiliser rows of CISPO and SAPO; high staleness; the
+per-method grid search; the stress grid) and figures.
 
-- :mod:`.plan`: :class:`ArenaPlan`, :class:`Setting`, :class:`RunSpec`, :func:`plan_runs`,
-  :func:`parse_grid`: which runs an arena makes;
-- :mod:`.runner`: :class:`ArenaTrainer`, :func:`run_one`, :func:`run_arena`: running them,
-  resumably, under one progress bar;
-- :mod:`.stats`: means ± standard errors, paired differences, the stability criterion, the
-  grid's selection rule;
-- :mod:`.report`: loading finished runs, the tables (markdown, CSV), :func:`write_report`;
-- :mod:`.figures`: success curves, the diagnostics panel, the 8-group KL shares.
+- :mod:`.plan`: :class:`ArenaPlan`, :class:`StressGrid`, :class:`Setting`, :class:`RunSpec`,
+  :func:`plan_runs`, :func:`parse_grid`: which runs an arena makes;
+- :mod:`.runner`: :class:`ArenaTrainer`, :func:`run_one`, :func:`run_arena`,
+  :func:`final_evaluation`: running them, resumably, under one progress bar;
+- :mod:`.stats`: means ± standard errors, paired differences, the study's stability variance,
+  the held-out fall that marks a collapse, the grid's selection rule;
+- :mod:`.results`: finished runs loaded and grouped by configuration, the selection;
+- :mod:`.stress`: the stress grid's cells, their collapse counts and table;
+- :mod:`.findings`: the study's five findings judged;
+- :mod:`.tables`: number and markdown-table formatting;
+- :mod:`.report`: the tables (markdown, CSV), :func:`write_report`;
+- :mod:`.figures`: success curves, the diagnostics panel, the 8-group KL shares, the stress
+  grid.
 
 ``arlarena arena`` (:mod:`arlarena_baselines.cli.arena`) is the command line.
 """
@@ -23,6 +30,7 @@ from arlarena_baselines.arena.plan import (
     ArenaPlan,
     RunSpec,
     Setting,
+    StressGrid,
     parse_grid,
     plan_runs,
 )
@@ -33,6 +41,7 @@ __all__ = [
     "ArenaPlan",
     "RunSpec",
     "Setting",
+    "StressGrid",
     "parse_grid",
     "plan_runs",
 ]

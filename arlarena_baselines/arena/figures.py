@@ -129,7 +129,7 @@ def plot_stress(cells: Sequence[Any], path: Path, cols: int = 3) -> Path:
     """One panel per method of the stress grid (:func:`~.stress.stress_cells`): learning rate
     × updates a step, each cell coloured by the paired change of held-out success from the
     start (mean over seeds) and labelled with it and with the runs that collapsed."""
-    from arlarena_baselines.arena.stress import against_start, cell_grid
+    from arlarena_baselines.arena.stress import cell_grid, change_from_start
 
     plt = _pyplot()
     methods = list(dict.fromkeys(m for cell in cells for m in cell.configs))
@@ -142,7 +142,7 @@ def plot_stress(cells: Sequence[Any], path: Path, cols: int = 3) -> Path:
         grid = np.full((len(lrs), len(counts)), np.nan)
         for (lr, k), cell in own.items():
             config = cell.configs[method]
-            delta = against_start(config)[0]
+            delta = change_from_start(config)[0]
             i, j = lrs.index(lr), counts.index(k)
             grid[i, j] = delta
             collapsed = len(config.collapses)

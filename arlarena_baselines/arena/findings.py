@@ -193,10 +193,14 @@ def _stress_clipping(cells: Sequence[StressCell]) -> Finding:
         return Finding(claim, "not run", "needs CISPO, SAPO and GSPO in the stress grid")
     verdict = _by_count(max(n["CISPO"], n["SAPO"]), n["GSPO"])
     runs = sum(len(c.runs) for cell in calm for c in cell.configs.values())
+    # GSPO is compared and also picks the cells: its collapses over every cell, beside.
+    every = {m: sum(1 for cell in cells if m in cell.configs and cell.configs[m].collapses)
+             for m in ("CISPO", "SAPO", "GSPO")}
     return Finding(claim, verdict,
                    f"collapsed in CISPO {n['CISPO']}, SAPO {n['SAPO']}, GSPO {n['GSPO']} of the "
-                   f"{len(calm)} cells (of {len(cells)}) where GRPO or GSPO stays stable; "
-                   f"{runs} runs in those cells")
+                   f"{len(calm)} cells (of {len(cells)}) where GRPO or GSPO stays stable, "
+                   f"{runs} runs in those cells; over all {len(cells)} cells: CISPO "
+                   f"{every['CISPO']}, SAPO {every['SAPO']}, GSPO {every['GSPO']}")
 
 
 def _stress_masking(cells: Sequence[StressCell]) -> Finding:

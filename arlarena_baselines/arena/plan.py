@@ -287,6 +287,12 @@ def _effective(base: TrainConfig, method: str, setting: Setting) -> dict:
 def _settings(plan: ArenaPlan, base: TrainConfig, method: str) -> list[Setting]:
     settings = [Setting()]
     batch = base.rl.mini_batch_size
+    rows = (plan.stabilisers and method in STABILISED_METHODS and plan.stabiliser_batch > 1) or (
+        plan.staleness > 1 and method in IS_CLIPPING_METHODS)
+    if rows and base.rl.mini_batches is not None:
+        raise ValueError("the staleness and mini-batch stabiliser rows set rl.mini_batch_size, "
+                         "which a base rl.mini_batches overrides: use --staleness 0 and "
+                         "--stabiliser-batch 1, or a base rl.mini_batch_size")
     if plan.stabilisers and method in STABILISED_METHODS:
         settings.append(Setting("stabiliser", (_method_override("kl_coef", plan.stabiliser_kl),)))
         if batch is not None and plan.stabiliser_batch > 1:

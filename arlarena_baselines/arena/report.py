@@ -1,14 +1,7 @@
 """The arena's report: the study's tables and figures from a folder of finished runs.
 
-Holds :class:`RunResult` (one run folder: its ``arena.json``, its ``metrics.jsonl``, its
-held-out episodes), :class:`ConfigResult` (one method × setting over its seeds),
-:func:`load_runs`, :func:`summarize`, :func:`select_configs` (per method, the best stable
-configuration of its base and grid settings), :func:`report_markdown`, :func:`write_csv` and
-:func:`write_report`.
-
-A run's held-out outcomes are those of its final evaluation at one temperature
-(:meth:`RunResult.at`) where it made one, else those of the trainer's last evaluation. The
-tables:
+Holds :func:`report_markdown`, :func:`write_csv` and :func:`write_report`; the runs themselves
+are loaded and grouped by :mod:`.results`. The tables:
 
 - methods (the study's Table 3), once per final temperature: the starting checkpoint
   (``checkpoint``), then per method its selected configuration's held-out success and score
@@ -25,266 +18,56 @@ tables:
 - stress grid (:mod:`.stress`): per method and cell, the collapses, the steps at which
   held-out success and the valid-format ratio fell, the peak KL to π_old and gradient norm,
   and the out-of-band token fractions by advantage sign; its figure.
-
-A run *collapses* when the collapse detector fired or its held-out success fell below half its
-start's and stayed there (:func:`~.stats.fall_step`); a configuration is stable when none of
-its runs collapsed. The study's variance of training success is quoted beside it, not judged
-on (see :mod:`.stats`).
 """
 
 from __future__ import annotations
 
 import csv
-import dataclasses
 import importlib.util
-import json
 import math
 import shutil
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from arlarena_baselines.algos import METHODS
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.arena.figures import (
-    mean_records,
     plot_diagnostics,
     plot_kl_shares,
     plot_stress,
     plot_success,
 )
 from arlarena_baselines.arena.findings import by_difference, find, judge
-from arlarena_baselines.arena.plan import IS_CLIPPING_METHODS, ROLES, STABILISED_METHODS, START
-from arlarena_baselines.arena.runner import FINAL_FILE, RECORD_FILE
-from arlarena_baselines.arena.stats import (
-    Z,
-    fall_step,
-    format_fall_step,
-    mean_se,
-    paired_difference,
-    select_best,
-    stability_variance,
+from arlarena_baselines.arena.plan import IS_CLIPPING_METHODS, STABILISED_METHODS, START
+from arlarena_baselines.arena.results import (
+    ConfigResult,
+    RunResult,
+    final_temperatures,
+    load_runs,
+    select_configs,
+    summarize,
 )
-from arlarena_baselines.arena.stress import against_start, stress_cells, stress_section
+from arlarena_baselines.arena.runner import (
+    CONFIG_FILE,
+    FINAL_FILE,
+    RECORD_FILE,
+    saved_config,
+)
+from arlarena_baselines.arena.stats import Z, paired_difference
+from arlarena_baselines.arena.stress import change_from_start, stress_cells, stress_section
 from arlarena_baselines.arena.tables import num, pm, signed, table
-from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer import keys
-from arlarena_baselines.trainer.config import TrainConfig, config_from_dict
-from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
+from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
 
-__all__ = [
-    "ConfigResult",
-    "RunResult",
-    "load_runs",
-    "report_markdown",
-    "select_configs",
-    "summarize",
-    "write_csv",
-    "write_report",
-]
+__all__ = ["CSV_FIELDS", "report_markdown", "write_csv", "write_report"]
 
 REFERENCE = "GRPO"
 FIGURES = ("success.png", "diagnostics.png", "kl_shares.png")
 STRESS_FIGURE = "stress.png"
-CONFIG_FILE = "rl_config.yaml"
-_ORDER = {START: -1, **{name: i for i, name in enumerate(METHODS)}}
-_ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
-
-
-@dataclass
-class RunResult:
-    """One finished run: its ``arena.json`` record, its RL metrics step by step, the episodes
-    the tables read (:meth:`at`), its held-out curve and its final evaluation's episodes."""
-
-    folder: Path | None
-    record: dict[str, Any]
-    records: list[dict[str, Any]]
-    episodes: list[dict[str, Any]]
-    curve: dict[int, dict[int, float]] = field(default_factory=dict)
-    final: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def seed(self) -> int:
-        return int(self.record["seed"])
-
-    def at(self, temperature: float) -> RunResult:
-        """This run seen through its final evaluation at ``temperature``."""
-        return dataclasses.replace(
-            self, episodes=[e for e in self.final if e["temperature"] == temperature])
-
-    def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]:
-        """The held-out evaluation the tables read, ``{(seed, level seed): value}``."""
-        return {(self.seed, e["seed"]): float(e[key]) for e in self.episodes}
-
-    @property
-    def steps(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["step"] > 0]
-
-    @property
-    def variance(self) -> float:
-        """The study's stability criterion of this run (quoted, see :mod:`.stats`)."""
-        return stability_variance([r[mn.SUCCESS_RATE] for r in self.steps
-                                   if r.get(mn.SUCCESS_RATE) is not None])
-
-    @property
-    def detector_step(self) -> int | None:
-        """The first step at which the collapse detector fired, or ``None``."""
-        return next((r["step"] for r in self.steps if r.get(keys.COLLAPSE)), None)
-
-    @property
-    def fall_step(self) -> int | None:
-        """The step from which held-out success stayed below the start (:func:`fall_step`)."""
-        return fall_step(self.curve)
-
-    @property
-    def format_fall_step(self) -> int | None:
-        """The step from which the held-out valid-format ratio stayed below the start's."""
-        return format_fall_step({r["step"]: r[_EVAL_FORMAT] for r in self.records
-                                 if r.get(_EVAL_FORMAT) is not None})
-
-    @property
-    def collapse_step(self) -> int | None:
-        """The first step of a collapse (the detector's or a held-out fall), or ``None``."""
-        steps = [s for s in (self.detector_step, self.fall_step) if s is not None]
-        return min(steps) if steps else None
-
-    def mean(self, key: str) -> float:
-        values = [r[key] for r in self.steps if r.get(key) is not None]
-        return float(np.mean(values)) if values else math.nan
-
-    def peak(self, key: str) -> float:
-        values = [r[key] for r in self.steps if r.get(key) is not None]
-        return float(np.max(values)) if values else math.nan
-
-
-_EVAL_FORMAT = "eval/valid_format_ratio"
-
-
-def _curve(episodes: Iterable[dict[str, Any]]) -> dict[int, dict[int, float]]:
-    curve: dict[int, dict[int, float]] = {}
-    for e in episodes:
-        curve.setdefault(e["step"], {})[e["seed"]] = float(e["won"])
-    return curve
-
-
-def load_runs(root: str | Path) -> list[RunResult]:
-    """Every finished run under ``root`` (a folder holding ``arena.json``). A run without a
-    step-0 record gets its seed's starting-checkpoint evaluation as its step 0."""
-    runs = []
-    for path in sorted(Path(root).rglob(RECORD_FILE)):
-        record = json.loads(path.read_text())
-        records = [r for r in read_metrics(path.parent) if r.get("phase") == "rl"]
-        logged = path.parent / EVAL_EPISODES_FILE
-        episodes = [e for e in read_metrics(logged) if e.get("phase") == "rl"] if (
-            logged.is_file()) else []
-        last = max((e["step"] for e in episodes), default=None)
-        final = path.parent / FINAL_FILE
-        runs.append(RunResult(path.parent, record, records,
-                              [e for e in episodes if e["step"] == last], _curve(episodes),
-                              list(read_records(final)) if final.is_file() else []))
-    start = {run.seed: run for run in runs if run.record["role"] == "start" and run.records}
-    for run in runs:
-        if run.seed in start and not any(r["step"] == 0 for r in run.records):
-            run.records.insert(0, start[run.seed].records[0])
-            run.curve = {0: start[run.seed].curve.get(0, {}), **run.curve}
-    return runs
-
-
-def final_temperatures(runs: Iterable[RunResult]) -> list[float]:
-    """The temperatures of the runs' final evaluations, in the order first logged."""
-    return list(dict.fromkeys(e["temperature"] for run in runs for e in run.final))
-
-
-@dataclass
-class ConfigResult:
-    """One method × setting over its seeds."""
-
-    method: str
-    role: str
-    setting: str
-    overrides: list[str]
-    runs: list[RunResult] = field(default_factory=list)
-
-    def at(self, temperature: float) -> ConfigResult:
-        """This configuration seen through its runs' final evaluations at ``temperature``."""
-        return dataclasses.replace(self, runs=[run.at(temperature) for run in self.runs])
-
-    def outcomes(self, key: str = "won") -> dict[tuple[int, int], float]:
-        return {k: v for run in self.runs for k, v in run.outcomes(key).items()}
-
-    def _mean_se(self, key: str) -> tuple[float, float]:
-        return mean_se([list(run.outcomes(key).values()) for run in self.runs])
-
-    @cached_property
-    def success(self) -> tuple[float, float]:
-        return self._mean_se("won")
-
-    @cached_property
-    def score(self) -> tuple[float, float]:
-        return self._mean_se("score")
-
-    @property
-    def variance(self) -> float:
-        """The worst seed's stability variance."""
-        values = [run.variance for run in self.runs]
-        return math.nan if any(math.isnan(v) for v in values) else max(values)
-
-    @property
-    def collapses(self) -> list[tuple[int, int]]:
-        """(seed, step) of every run that collapsed (:attr:`RunResult.collapse_step`)."""
-        return [(run.seed, run.collapse_step) for run in self.runs
-                if run.collapse_step is not None]
-
-    @property
-    def stable(self) -> bool:
-        return not self.collapses
-
-    def mean(self, key: str) -> float:
-        return float(np.mean([run.mean(key) for run in self.runs]))
-
-    def peak(self, key: str) -> float:
-        return float(np.max([run.peak(key) for run in self.runs]))
-
-    def curve(self) -> list[dict[str, Any]]:
-        return mean_records([run.records for run in self.runs])
-
-    @property
-    def seeds(self) -> list[int]:
-        return [run.seed for run in self.runs]
-
-
-def summarize(runs: Iterable[RunResult]) -> list[ConfigResult]:
-    """The runs grouped by method and setting, ordered as ``METHODS`` then by role."""
-    groups: dict[tuple[str, str], ConfigResult] = {}
-    for run in runs:
-        r = run.record
-        key = (r["method"], r["setting"])
-        if key not in groups:
-            groups[key] = ConfigResult(r["method"], r["role"], r["setting"], r["overrides"])
-        groups[key].runs.append(run)
-    for group in groups.values():
-        group.runs.sort(key=lambda run: run.seed)
-    return sorted(groups.values(), key=lambda c: (_ORDER.get(c.method, len(_ORDER)),
-                                                  c.method, _ROLE_ORDER[c.role], c.setting))
-
-
-def select_configs(configs: list[ConfigResult]) -> dict[str, ConfigResult]:
-    """Per method, the best stable configuration among its base and grid settings, else its
-    base (else its first configuration other than the stress grid's)."""
-    chosen: dict[str, ConfigResult] = {}
-    for method in dict.fromkeys(c.method for c in configs if c.role not in ("start", "stress")):
-        own = [c for c in configs if c.method == method and c.role != "stress"]
-        candidates = [c for c in own if c.role in ("base", "grid")]
-        best = select_best(candidates, success=lambda c: c.success[0], stable=lambda c: c.stable)
-        base = next((c for c in own if c.role == "base"), own[0])
-        chosen[method] = best or base
-    return chosen
 
 
 # -- formatting -----------------------------------------------------------------------------
@@ -342,10 +125,7 @@ def _base_config(configs: list[ConfigResult]) -> TrainConfig | None:
     """The config a base run was trained with (every run shares all but its setting), or
     ``None`` when its folder lacks it."""
     base = next((c for c in configs if c.role == "base"), configs[0])
-    path = base.runs[0].folder / CONFIG_FILE if base.runs[0].folder else None
-    if path is None or not path.is_file():
-        return None
-    return config_from_dict(yaml.safe_load(path.read_text()))
+    return saved_config(base.runs[0].folder)
 
 
 def _noise_note(configs: list[ConfigResult], config: TrainConfig | None) -> str:
@@ -522,6 +302,8 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
     return "\n".join(lines) + "\n"
 
 
+# paired_delta_vs_start: a stress row's last held-out evaluation against its runs' own step 0;
+# any other row's held-out outcomes against the start's.
 CSV_FIELDS = ["method", "role", "setting", "overrides", "seeds", "held_out", "selected",
               "success", "success_se", "score", "score_se", "delta_vs_grpo_pct",
               "paired_delta_vs_grpo", "paired_delta_vs_grpo_se", "paired_delta_vs_start",
@@ -551,11 +333,14 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
             for c in seen:
                 if view is not None and c.role == "stress" and view != temperatures[0]:
                     continue
-                paired = _paired(c, reference)
-                to_start = _paired(c, start) if c.role not in ("start", "stress") else (
-                    against_start(c))
+                # A stress run is set against its own start, never against GRPO's run.
+                stress = c.role == "stress"
+                paired = (math.nan, math.nan) if stress else _paired(c, reference)
+                to_start = change_from_start(c) if stress else (
+                    _paired(c, start) if c.role != "start" else (math.nan, math.nan))
                 change = (100.0 * (c.success[0] - reference.success[0]) / reference.success[0]
-                          if reference is not None and reference.success[0] else math.nan)
+                          if not stress and reference is not None and reference.success[0]
+                          else math.nan)
                 writer.writerow({
                     "method": c.method, "role": c.role, "setting": c.setting,
                     "overrides": " ".join(c.overrides), "seeds": " ".join(map(str, c.seeds)),
@@ -608,7 +393,7 @@ def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
     final_levels = max((len(run.at(t).episodes) for run in runs for t in temperatures),
                        default=0)
     configs = summarize(runs)
-    chosen = select_configs(configs)
+    chosen = select_configs(_view(configs, temperatures[0] if temperatures else None))
     curves = {m: c.curve() for m, c in chosen.items()}
     shares = {}
     for method in STABILISED_METHODS:

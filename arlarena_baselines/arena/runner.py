@@ -23,6 +23,7 @@ import queue as queue_module
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -33,13 +34,19 @@ import yaml
 from tqdm.auto import tqdm
 
 from arlarena_baselines.arena.plan import RunSpec
+from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.rollout import make_env_pool
 from arlarena_baselines.trainer.checkpoint import (
     atomic_write_bytes,
     atomic_write_text,
     latest_checkpoint,
 )
-from arlarena_baselines.trainer.config import TrainConfig, apply_overrides, config_to_dict
+from arlarena_baselines.trainer.config import (
+    TrainConfig,
+    apply_overrides,
+    config_from_dict,
+    config_to_dict,
+)
 from arlarena_baselines.trainer.heldout import evaluate_policy, heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
@@ -47,6 +54,7 @@ from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir
 from arlarena_baselines.trainer.tracking import MetricsLogger, episode_record
 
 __all__ = [
+    "CONFIG_FILE",
     "FINAL_FILE",
     "RECORD_FILE",
     "ArenaTrainer",
@@ -54,12 +62,14 @@ __all__ = [
     "run_arena",
     "run_finished",
     "run_one",
+    "saved_config",
     "steps_done",
     "total_steps",
 ]
 
 RECORD_FILE = "arena.json"
 FINAL_FILE = "final_episodes.jsonl.gz"
+CONFIG_FILE = "rl_config.yaml"  # what the trainer saves in its run folder
 # Config fields that change how a run is executed or logged, not what it computes.
 _EXECUTION_FIELDS = {
     "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
@@ -91,7 +101,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
 def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
     """Refuse a run folder that holds a run of other settings (it would be skipped or resumed
     as if it were this one)."""
-    saved = spec.folder(root) / "rl_config.yaml"
+    saved = spec.folder(root) / CONFIG_FILE
     if not saved.is_file():
         return
     old = _comparable(yaml.safe_load(saved.read_text()) or {})
@@ -113,11 +123,30 @@ def total_steps(spec: RunSpec, config: TrainConfig) -> int:
     return config.rl.steps if spec.trains else 0
 
 
+def saved_config(folder: Path | None) -> TrainConfig | None:
+    """The config a run folder's trainer saved, or ``None`` when it has none."""
+    path = folder / CONFIG_FILE if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    return config_from_dict(yaml.safe_load(path.read_text()))
+
+
+def _final_done(spec: RunSpec, folder: Path) -> bool:
+    """Whether the run's final evaluation is made with ``spec``'s temperatures and levels (an
+    arena that asks for others makes it again)."""
+    if not spec.final_temperatures:
+        return True
+    path = folder / FINAL_FILE
+    if not path.is_file():
+        return False
+    made = Counter(e["temperature"] for e in read_records(path))
+    return made == dict.fromkeys(spec.final_temperatures, spec.final_episodes)
+
+
 def run_finished(spec: RunSpec, root: str | Path) -> bool:
     """Whether a run has trained and, where it has one, made its final evaluation."""
     folder = spec.folder(root)
-    return (folder / RECORD_FILE).is_file() and (
-        not spec.final_temperatures or (folder / FINAL_FILE).is_file())
+    return (folder / RECORD_FILE).is_file() and _final_done(spec, folder)
 
 
 def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
@@ -200,7 +229,7 @@ def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,
         record = json.loads((folder / RECORD_FILE).read_text())
     else:
         record = _train_or_evaluate(spec, config, root, on_step)
-    if spec.final_temperatures and not (folder / FINAL_FILE).is_file():
+    if not _final_done(spec, folder):
         start = time.perf_counter()
         final_evaluation(spec, config, folder)
         record["final_s"] = round(time.perf_counter() - start, 1)

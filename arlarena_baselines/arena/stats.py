@@ -27,6 +27,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from arlarena_baselines.algos.diagnostics import CollapseDetector
+
 __all__ = [
     "FALL_FRACTION",
     "FINAL_FRACTION",
@@ -43,8 +45,8 @@ __all__ = [
 FINAL_FRACTION = 0.2
 # A difference counts when it exceeds this many standard errors (about 95% two-sided).
 Z = 2.0
-# A fall of the valid-format ratio that counts (the collapse detector's ``format_drop``).
-FORMAT_DROP = 0.1
+# A fall of the valid-format ratio that counts: the collapse detector's.
+FORMAT_DROP = CollapseDetector.format_drop
 # A collapse of held-out success: below this fraction of the start's (a run that merely ends
 # a little below its start has degraded, not collapsed).
 FALL_FRACTION = 0.5
@@ -153,15 +155,20 @@ def format_fall_step(ratios: Mapping[int, float], drop: float = FORMAT_DROP) -> 
 
 def select_best(candidates: Sequence[T], *, success: Callable[[T], float],
                 stable: Callable[[T], bool]) -> T | None:
-    """The stable candidate of highest ``success`` (the first of equals), or ``None`` when no
-    candidate is stable.
+    """The stable candidate of highest ``success`` (the first of equals; a NaN success, a run
+    without the evaluation read, never wins), or ``None`` when no candidate is stable.
 
     >>> select_best([("a", 0.9, False), ("b", 0.6, True), ("c", 0.7, True)],
     ...             success=lambda c: c[1], stable=lambda c: c[2])
     ('c', 0.7, True)
+    >>> select_best([("a", math.nan, True), ("b", 0.6, True)],
+    ...             success=lambda c: c[1], stable=lambda c: c[2])
+    ('b', 0.6, True)
     """
     best = None
     for candidate in candidates:
-        if stable(candidate) and (best is None or success(candidate) > success(best)):
+        if not stable(candidate) or math.isnan(success(candidate)):
+            continue
+        if best is None or success(candidate) > success(best):
             best = candidate
     return best

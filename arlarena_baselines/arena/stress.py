@@ -2,7 +2,7 @@
 judge findings 1 and 2.
 
 Holds :class:`StressCell` (one learning rate × update mini-batches per rollout batch, with each
-method's configuration there), :func:`stress_cells`, :func:`against_start` (a run's last
+method's configuration there), :func:`stress_cells`, :func:`change_from_start` (a run's last
 held-out evaluation against its own start, paired on the levels), :func:`collapse_counts` (per
 method, the cells in which it collapsed among those where GRPO or GSPO stayed stable) and
 :func:`stress_section` (the report's table).
@@ -22,12 +22,13 @@ from typing import Any
 import yaml
 
 from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.arena.runner import saved_config
 from arlarena_baselines.arena.stats import paired_difference
 from arlarena_baselines.arena.tables import num, pm, signed, table
 from arlarena_baselines.trainer import keys
 
-__all__ = ["CALM_METHODS", "StressCell", "against_start", "collapse_counts", "stress_cells",
-           "stress_section"]
+__all__ = ["CALM_METHODS", "StressCell", "cell_grid", "change_from_start", "collapse_counts",
+           "stress_cells", "stress_section"]
 
 # A cell counts for the findings when one of these stays stable there: the cell is not so
 # aggressive that every method falls.
@@ -42,10 +43,6 @@ class StressCell:
     lr: float
     mini_batches: int
     configs: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return f"lr {self.lr:g} × {self.mini_batches} updates"
 
 
 def _cell_key(overrides: Sequence[str]) -> tuple[float, int]:
@@ -63,7 +60,7 @@ def stress_cells(configs: Sequence[Any]) -> list[StressCell]:
     return [cells[key] for key in sorted(cells)]
 
 
-def against_start(config: Any) -> tuple[float, float]:
+def change_from_start(config: Any) -> tuple[float, float]:
     """Mean and standard error of held-out success at each run's last evaluation minus at
     its step 0, paired on the (seed, level) episodes."""
     last: dict[tuple[int, int], float] = {}
@@ -106,14 +103,11 @@ def _steps(runs: Sequence[Any], attribute: str) -> str:
 
 def _budget(cells: Sequence[StressCell]) -> str:
     """What every stress run shared, from one run's saved config."""
-    from arlarena_baselines.trainer.config import config_from_dict
     from arlarena_baselines.trainer.sampling import eval_sampling
 
-    run = next(iter(cells[0].configs.values())).runs[0]
-    path = run.folder / "rl_config.yaml" if run.folder is not None else None
-    if path is None or not path.is_file():
+    c = saved_config(next(iter(cells[0].configs.values())).runs[0].folder)
+    if c is None:
         return ""
-    c = config_from_dict(yaml.safe_load(path.read_text()))
     r, e = c.rollout, c.eval
     return (f" Each run: {c.rl.steps} steps of {r.n_groups} levels × {r.group_size} rollouts; "
             f"held-out success on {e.episodes} levels at step 0 and every {e.every} steps, at "
@@ -140,7 +134,7 @@ def stress_section(configs: Sequence[Any], figure: str | None) -> list[str]:
                 method, f"{cell.lr:g}", str(cell.mini_batches), str(len(c.runs)),
                 f"{len(c.collapses)}/{len(c.runs)}", _steps(c.runs, "detector_step"),
                 _steps(c.runs, "fall_step"), _steps(c.runs, "format_fall_step"),
-                f"{pm(_held_out(c, 0))} → {pm(_held_out(c, None))}", signed(against_start(c)),
+                f"{pm(_held_out(c, 0))} → {pm(_held_out(c, None))}", signed(change_from_start(c)),
                 num(c.peak(mn.KL_OLD), 3), num(c.peak(keys.GRAD_NORM_MAX), 3),
                 num(c.mean(mn.OOB_POS_FRAC), 3), num(c.mean(mn.OOB_NEG_FRAC), 3),
             ])
@@ -155,8 +149,9 @@ def stress_section(configs: Sequence[Any], figure: str | None) -> list[str]:
         "end, and their paired difference; the peak over steps of KL(πθ‖πold) and of the gradient "
         "norm (before clipping); the mean over steps of the fraction of response tokens whose "
         "ratio left the method's band [1−ε_low, 1+ε_high] at A > 0 and at A < 0 (the study's "
-        "Figure 3). At one update a step the ratio is 1 when the loss is taken, so KL to πold is 0"
-        " and the detector, which needs it, cannot fire: held-out success tells."))
+        "Figure 3). Without a KL term the detector reads KL to πold, which is 0 at one update a "
+        "step (the ratio is 1 when the loss is taken), so it cannot fire there: held-out success "
+        "tells."))
     lines = ["", "## Stress grid", "", intro, "", _counts_line(cells), "",
              *table(["method", "lr", "updates a step", "seeds", "collapsed", "detector",
                      "held-out fell", "format fell", "held-out", "paired Δ vs start",
