@@ -43,3 +43,17 @@ def test_the_committed_report_is_what_its_runs_rebuild(tmp_path):
     write_report(COMMITTED, tmp_path)
     for name in ("arena.md", "arena.csv"):
         assert (tmp_path / name).read_text() == (COMMITTED / name).read_text(), name
+
+
+def test_make_arena_recipe_plans_the_issues_runs(capsys, monkeypatch, tmp_path):
+    """The in-progress recipe arena's plan: 13 methods on seed 0, three seeds for the seven of
+    the findings, the 6 × 3 × 3 stress grid with two seeds; every flag valid."""
+    monkeypatch.chdir(ROOT)
+    makefile = re.sub(r"\\\n\s*", " ", (ROOT / "Makefile").read_text())
+    base = shlex.split(re.search(r"^ARENA_RECIPE := \S+ arena (.*)$", makefile, re.M).group(1))
+    counts = []
+    for line in re.findall(r"^\t\$\(ARENA_RECIPE\) (.*)$", makefile, re.M):
+        assert main(["arena", *base, *shlex.split(line), "--out", str(tmp_path),
+                     "--dry-run"]) == 0
+        counts.append(int(capsys.readouterr().out.splitlines()[-1].split()[0]))
+    assert counts == [1 + 13, 3 + 7 * 3, 6 * 9 * 2]
