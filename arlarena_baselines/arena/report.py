@@ -158,6 +158,7 @@ def _settings_line(c: TrainConfig | None, final: list[float], final_levels: int)
         return []
     r, train, held = c.rollout, training_sampling(c), eval_sampling(c)
     updates = (f"{c.rl.mini_batches} update mini-batches a step" if c.rl.mini_batches else
+               "one update a step (on-policy)" if c.rl.mini_batch_size is None else
                f"update mini-batch {c.rl.mini_batch_size} step samples")
     every = f", every {c.eval.every} steps" if c.eval.every else ""
     line = (f"Env `{r.env}`, model `{c.model.name}`; {c.rl.steps} steps of {r.n_groups} levels "
