@@ -9,7 +9,7 @@ method, the cells in which it collapsed among those where GRPO or GSPO stayed st
 
 A configuration here is a method in one cell over its seeds; it *collapsed* when one of its runs
 did (the collapse detector fired, or held-out success fell below half the run's start for good:
-:attr:`~.report.RunResult.collapse_step`).
+:attr:`~.results.RunResult.collapse_step`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.arena.runner import saved_config
@@ -38,7 +36,7 @@ CALM_METHODS = ("GRPO", "GSPO")
 @dataclass
 class StressCell:
     """One learning rate × update mini-batches per rollout batch; ``configs``: per method, its
-    configuration (the report's :class:`~.report.ConfigResult`) in this cell."""
+    configuration (a :class:`~.results.ConfigResult`) in this cell."""
 
     lr: float
     mini_batches: int
@@ -47,7 +45,7 @@ class StressCell:
 
 def _cell_key(overrides: Sequence[str]) -> tuple[float, int]:
     values = dict(o.split("=", 1) for o in overrides)
-    return float(yaml.safe_load(values["rl.lr"])), int(values["rl.mini_batches"])
+    return float(values["rl.lr"]), int(values["rl.mini_batches"])
 
 
 def stress_cells(configs: Sequence[Any]) -> list[StressCell]:
