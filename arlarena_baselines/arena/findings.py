@@ -42,8 +42,8 @@ Outcomes = Mapping[tuple[int, int], float]
 
 
 class Configuration(Protocol):
-    """What a finding reads of one method × setting over its seeds (the report's
-    :class:`~arlarena_baselines.arena.report.ConfigResult`)."""
+    """What a finding reads of one method × setting over its seeds (a
+    :class:`~arlarena_baselines.arena.results.ConfigResult`)."""
 
     method: str
     role: str
