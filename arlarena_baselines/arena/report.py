@@ -51,7 +51,6 @@ from arlarena_baselines.arena.results import (
     summarize,
 )
 from arlarena_baselines.arena.runner import (
-    CONFIG_FILE,
     FINAL_FILE,
     RECORD_FILE,
     saved_config,
@@ -61,6 +60,7 @@ from arlarena_baselines.arena.stress import change_from_start, stress_cells, str
 from arlarena_baselines.arena.tables import num, pm, signed, table
 from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import TrainConfig
+from arlarena_baselines.trainer.runs import config_file
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
 
 __all__ = ["CSV_FIELDS", "report_markdown", "write_csv", "write_report"]
@@ -314,8 +314,9 @@ CSV_FIELDS = ["method", "role", "setting", "overrides", "seeds", "held_out", "se
               "oob_high_mean", "oob_pos_mean", "oob_neg_mean"]
 
 
-def _steps(runs: list[RunResult], step: Callable[[RunResult], int | None]) -> str:
-    return " ".join(f"{run.seed}:{step(run)}" for run in runs if step(run) is not None)
+def _steps(config: ConfigResult, step: str) -> str:
+    """``seed:step`` of each run whose ``step`` is set (:meth:`ConfigResult.fired`)."""
+    return " ".join(f"{seed}:{at}" for seed, at in config.fired(step))
 
 
 def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[float] = ()
@@ -353,10 +354,10 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
                     "paired_delta_vs_grpo_se": paired[1], "paired_delta_vs_start": to_start[0],
                     "paired_delta_vs_start_se": to_start[1], "stability_var": c.variance,
                     "stable": c.stable,
-                    "collapse_steps": " ".join(f"{seed}:{step}" for seed, step in c.collapses),
-                    "detector_steps": _steps(c.runs, lambda r: r.detector_step),
-                    "fall_steps": _steps(c.runs, lambda r: r.fall_step),
-                    "format_fall_steps": _steps(c.runs, lambda r: r.format_fall_step),
+                    "collapse_steps": _steps(c, "collapse_step"),
+                    "detector_steps": _steps(c, "detector_step"),
+                    "fall_steps": _steps(c, "fall_step"),
+                    "format_fall_steps": _steps(c, "format_fall_step"),
                     "updates_mean": c.mean(keys.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
                     "kl_old_peak": c.peak(mn.KL_OLD), "kl_ref_mean": c.mean(mn.KL_REF),
                     "grad_norm_peak": c.peak(keys.GRAD_NORM_MAX),
@@ -374,7 +375,8 @@ def _copy_runs(runs: list[RunResult], root: Path, out: Path) -> None:
     for run in runs:
         target = out / run.folder.relative_to(root)
         target.mkdir(parents=True, exist_ok=True)
-        for name in (RECORD_FILE, METRICS_FILE, EVAL_EPISODES_FILE, CONFIG_FILE, FINAL_FILE):
+        for name in (RECORD_FILE, METRICS_FILE, EVAL_EPISODES_FILE, FINAL_FILE,
+                     config_file(run.folder, "rl").name):
             if (run.folder / name).is_file():
                 shutil.copy2(run.folder / name, target / name)
 

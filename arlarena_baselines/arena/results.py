@@ -110,12 +110,17 @@ class RunResult:
         steps = [s for s in (self.detector_step, self.fall_step) if s is not None]
         return min(steps) if steps else None
 
+    def _logged(self, key: str) -> list[float]:
+        return [r[key] for r in self.steps if r.get(key) is not None]
+
     def mean(self, key: str) -> float:
-        values = [r[key] for r in self.steps if r.get(key) is not None]
+        """The mean of ``key`` over the training steps that logged it (NaN: none did)."""
+        values = self._logged(key)
         return float(np.mean(values)) if values else math.nan
 
     def peak(self, key: str) -> float:
-        values = [r[key] for r in self.steps if r.get(key) is not None]
+        """The largest ``key`` over the training steps that logged it (NaN: none did)."""
+        values = self._logged(key)
         return float(np.max(values)) if values else math.nan
 
 
@@ -190,11 +195,16 @@ class ConfigResult:
         values = [run.variance for run in self.runs]
         return math.nan if any(math.isnan(v) for v in values) else max(values)
 
+    def fired(self, step: str) -> list[tuple[int, int]]:
+        """(seed, step) of every run whose ``step`` (a :class:`RunResult` step property:
+        ``collapse_step``, ``detector_step``, ``fall_step``, ``format_fall_step``) is set."""
+        steps = [(run.seed, getattr(run, step)) for run in self.runs]
+        return [(seed, at) for seed, at in steps if at is not None]
+
     @property
     def collapses(self) -> list[tuple[int, int]]:
         """(seed, step) of every run that collapsed (:attr:`RunResult.collapse_step`)."""
-        return [(run.seed, run.collapse_step) for run in self.runs
-                if run.collapse_step is not None]
+        return self.fired("collapse_step")
 
     @property
     def stable(self) -> bool:

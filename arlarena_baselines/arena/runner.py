@@ -50,11 +50,10 @@ from arlarena_baselines.trainer.config import (
 from arlarena_baselines.trainer.heldout import evaluate_policy, heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
-from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir
+from arlarena_baselines.trainer.runs import TorchThreads, config_file, prepare_run_dir
 from arlarena_baselines.trainer.tracking import MetricsLogger, episode_record
 
 __all__ = [
-    "CONFIG_FILE",
     "FINAL_FILE",
     "RECORD_FILE",
     "ArenaTrainer",
@@ -69,7 +68,6 @@ __all__ = [
 
 RECORD_FILE = "arena.json"
 FINAL_FILE = "final_episodes.jsonl.gz"
-CONFIG_FILE = "rl_config.yaml"  # what the trainer saves in its run folder
 # Config fields that change how a run is executed or logged, not what it computes.
 _EXECUTION_FIELDS = {
     "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
@@ -101,7 +99,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
 def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
     """Refuse a run folder that holds a run of other settings (it would be skipped or resumed
     as if it were this one)."""
-    saved = spec.folder(root) / CONFIG_FILE
+    saved = config_file(spec.folder(root), "rl")
     if not saved.is_file():
         return
     old = _comparable(yaml.safe_load(saved.read_text()) or {})
@@ -125,7 +123,7 @@ def total_steps(spec: RunSpec, config: TrainConfig) -> int:
 
 def saved_config(folder: Path | None) -> TrainConfig | None:
     """The config a run folder's trainer saved, or ``None`` when it has none."""
-    path = folder / CONFIG_FILE if folder is not None else None
+    path = config_file(folder, "rl") if folder is not None else None
     if path is None or not path.is_file():
         return None
     return config_from_dict(yaml.safe_load(path.read_text()))

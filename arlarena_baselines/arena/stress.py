@@ -93,10 +93,9 @@ def collapse_counts(cells: Sequence[StressCell]) -> tuple[list[StressCell], dict
                   for m in methods}
 
 
-def _steps(runs: Sequence[Any], attribute: str) -> str:
-    fired = [f"{getattr(run, attribute)} (s{run.seed})" for run in runs
-             if getattr(run, attribute) is not None]
-    return ", ".join(fired) or "–"
+def _steps(config: Any, step: str) -> str:
+    """``step (sSEED)`` of each run whose ``step`` is set, or ``–``."""
+    return ", ".join(f"{at} (s{seed})" for seed, at in config.fired(step)) or "–"
 
 
 def _budget(cells: Sequence[StressCell]) -> str:
@@ -130,8 +129,8 @@ def stress_section(configs: Sequence[Any], figure: str | None) -> list[str]:
         for method, c in cell.configs.items():
             rows.append([
                 method, f"{cell.lr:g}", str(cell.mini_batches), str(len(c.runs)),
-                f"{len(c.collapses)}/{len(c.runs)}", _steps(c.runs, "detector_step"),
-                _steps(c.runs, "fall_step"), _steps(c.runs, "format_fall_step"),
+                f"{len(c.collapses)}/{len(c.runs)}", _steps(c, "detector_step"),
+                _steps(c, "fall_step"), _steps(c, "format_fall_step"),
                 f"{pm(_held_out(c, 0))} → {pm(_held_out(c, None))}", signed(change_from_start(c)),
                 num(c.peak(mn.KL_OLD), 3), num(c.peak(keys.GRAD_NORM_MAX), 3),
                 num(c.mean(mn.OOB_POS_FRAC), 3), num(c.mean(mn.OOB_NEG_FRAC), 3),

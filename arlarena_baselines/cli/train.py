@@ -326,8 +326,10 @@ def _report(records: list[dict[str, Any]], run_dir: str) -> None:
 def record_panels(run_dir: str | Path, phase: str, panels: dict[str, Any], resume: bool) -> None:
     """Keep the run's panels in ``RUN/<phase>_panels.json``; a resumed run must use the same
     tasks as it started with (a new run in a used folder is refused by the trainer itself)."""
+    from arlarena_baselines.trainer.runs import config_file
+
     path = Path(run_dir) / f"{phase}_panels.json"
-    if (Path(run_dir) / f"{phase}_config.yaml").exists():
+    if config_file(run_dir, phase).exists():
         before = json.loads(path.read_text()) if path.exists() else {}
         if resume and before != panels:
             raise ValueError(f"{run_dir} was started on the task panels {json.dumps(before)}; "

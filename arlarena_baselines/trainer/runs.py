@@ -16,7 +16,7 @@ import yaml
 
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
 
-__all__ = ["TorchThreads", "auto_threads", "prepare_run_dir", "seed_everything"]
+__all__ = ["TorchThreads", "auto_threads", "config_file", "prepare_run_dir", "seed_everything"]
 
 
 def seed_everything(seed: int) -> None:
@@ -26,18 +26,23 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def config_file(run_dir: str | Path, phase: str) -> Path:
+    """Where a run of ``phase`` saves its config: ``<run_dir>/<phase>_config.yaml``."""
+    return Path(run_dir) / f"{phase}_config.yaml"
+
+
 def prepare_run_dir(config: TrainConfig, phase: str, resume: bool) -> Path:
     """Create the run folder and write ``<phase>_config.yaml``; refuse to reuse a folder that
     already holds a run of ``phase`` unless resuming."""
     run_dir = Path(config.run.out)
-    started = (run_dir / "checkpoints").exists() or (run_dir / f"{phase}_config.yaml").exists()
+    started = (run_dir / "checkpoints").exists() or config_file(run_dir, phase).exists()
     if started and not resume:
         raise FileExistsError(
             f"{run_dir} already holds a {phase} run: pass --resume to continue it, "
             "or choose another --out"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / f"{phase}_config.yaml").write_text(
+    config_file(run_dir, phase).write_text(
         yaml.safe_dump(config_to_dict(config), sort_keys=False)
     )
     return run_dir
