@@ -6,6 +6,7 @@ Llama and ``ARLArena/Bandit-v0`` (one turn, tiny budgets) and reads the report i
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 
@@ -366,10 +367,19 @@ def test_report_rebuilds_into_another_folder_with_the_runs_small_files(arena, tm
     out = tmp_path / "docs"
     assert main(["arena", "--report", str(arena), "--out", str(out)]) == 0
     copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    for name in ("metrics.jsonl", "eval_episodes.jsonl", "arena.json", "rl_config.yaml"):
+    for name in ("metrics.jsonl.gz", "eval_episodes.jsonl.gz", "arena.json", "rl_config.yaml"):
         assert f"GRPO/base/seed0/{name}" in copied
-    assert not any("/final/" in p for p in copied)
+    assert not any("/final/" in p or p.endswith(".jsonl") for p in copied)
+    for name in ("metrics.jsonl", EVAL_EPISODES_FILE):
+        packed = out / "GRPO" / "base" / "seed0" / f"{name}.gz"
+        assert gzip.decompress(packed.read_bytes()) == (
+            arena / "GRPO" / "base" / "seed0" / name).read_bytes()
     assert (out / "arena.md").read_text() == (arena / "arena.md").read_text()
+    again = tmp_path / "again"  # the copies rebuild it, and copy to the same bytes
+    assert main(["arena", "--report", str(out), "--out", str(again)]) == 0
+    assert (again / "arena.md").read_text() == (arena / "arena.md").read_text()
+    runs = [p for p in copied if "/seed" in p]
+    assert runs and all((again / p).read_bytes() == (out / p).read_bytes() for p in runs)
 
 
 def test_parallel_jobs_make_the_same_runs_and_report_a_failing_one(arena, tmp_path):

@@ -23,6 +23,7 @@ are loaded and grouped by :mod:`.results`. The tables:
 from __future__ import annotations
 
 import csv
+import gzip
 import importlib.util
 import math
 import shutil
@@ -59,6 +60,7 @@ from arlarena_baselines.arena.stats import Z, paired_difference
 from arlarena_baselines.arena.stress import change_from_start, stress_cells, stress_section
 from arlarena_baselines.arena.tables import num, pm, signed, table
 from arlarena_baselines.trainer import keys
+from arlarena_baselines.trainer.checkpoint import atomic_write_bytes
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.runs import config_file
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
@@ -371,14 +373,20 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
 
 def _copy_runs(runs: list[RunResult], root: Path, out: Path) -> None:
     """Copy each run's small files (record, metrics, episodes, config) to the same place under
-    ``out``, so that ``out`` rebuilds this report on its own."""
+    ``out``, so that ``out`` rebuilds this report on its own. The two logs go gzip-compressed
+    (a twentieth of their size; no timestamp, so the same run gives the same bytes)."""
+    logs = (METRICS_FILE, EVAL_EPISODES_FILE)
     for run in runs:
         target = out / run.folder.relative_to(root)
         target.mkdir(parents=True, exist_ok=True)
-        for name in (RECORD_FILE, METRICS_FILE, EVAL_EPISODES_FILE, FINAL_FILE,
-                     config_file(run.folder, "rl").name):
+        for name in (RECORD_FILE, FINAL_FILE, config_file(run.folder, "rl").name,
+                     *(f"{log}.gz" for log in logs)):
             if (run.folder / name).is_file():
                 shutil.copy2(run.folder / name, target / name)
+        for log in logs:
+            if (run.folder / log).is_file():
+                payload = gzip.compress((run.folder / log).read_bytes(), mtime=0)
+                atomic_write_bytes(target / f"{log}.gz", payload)
 
 
 def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:

@@ -2,9 +2,10 @@
 grid read.
 
 Holds :class:`RunResult` (one run folder: its ``arena.json``, its ``metrics.jsonl``, its held-out
-episodes), :class:`ConfigResult` (one method × setting over its seeds), :func:`load_runs`,
-:func:`final_temperatures`, :func:`summarize` and :func:`select_configs` (per method, the best
-stable configuration of its base and grid settings).
+episodes; the logs plain, or gzip-compressed in a committed copy), :class:`ConfigResult` (one
+method × setting over its seeds), :func:`load_runs`, :func:`final_temperatures`,
+:func:`summarize` and :func:`select_configs` (per method, the best stable configuration of its
+base and grid settings).
 
 Where the arena made final evaluations, a run's held-out outcomes are those of its final
 evaluation at one temperature (:meth:`RunResult.at`; a run that lacks it has none there);
@@ -41,7 +42,7 @@ from arlarena_baselines.arena.stats import (
 )
 from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer import keys
-from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
+from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
 
 __all__ = ["ConfigResult", "RunResult", "final_temperatures", "load_runs", "select_configs",
            "summarize"]
@@ -131,18 +132,23 @@ def _curve(episodes: Iterable[dict[str, Any]]) -> dict[int, dict[int, float]]:
     return curve
 
 
+def _rl_records(folder: Path, name: str) -> list[dict[str, Any]]:
+    """The RL-phase records of a run's log ``name``, as the trainer wrote it or as a committed
+    copy compressed it (``name.gz``); none when the run has neither."""
+    for path in (folder / name, folder / f"{name}.gz"):
+        if path.is_file():
+            return [r for r in read_records(path) if r.get("phase") == "rl"]
+    return []
+
+
 def load_runs(root: str | Path) -> list[RunResult]:
     """Every finished run under ``root`` (a folder holding ``arena.json``). A run without a
     step-0 record gets its seed's starting-checkpoint evaluation as its step 0."""
     runs = []
     for path in sorted(Path(root).rglob(RECORD_FILE)):
         record = json.loads(path.read_text())
-        metrics = path.parent / METRICS_FILE
-        records = [r for r in read_metrics(metrics) if r.get("phase") == "rl"] if (
-            metrics.is_file()) else []
-        logged = path.parent / EVAL_EPISODES_FILE
-        episodes = [e for e in read_metrics(logged) if e.get("phase") == "rl"] if (
-            logged.is_file()) else []
+        records = _rl_records(path.parent, METRICS_FILE)
+        episodes = _rl_records(path.parent, EVAL_EPISODES_FILE)
         last = max((e["step"] for e in episodes), default=None)
         final = path.parent / FINAL_FILE
         runs.append(RunResult(path.parent, record, records,
