@@ -9,6 +9,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -29,7 +31,13 @@ from arlarena_baselines.arena.results import (
     select_configs,
     summarize,
 )
-from arlarena_baselines.arena.runner import FINAL_FILE, RECORD_FILE, run_arena, run_one
+from arlarena_baselines.arena.runner import (
+    FINAL_FILE,
+    RECORD_FILE,
+    holding,
+    run_arena,
+    run_one,
+)
 from arlarena_baselines.arena.stats import paired_difference
 from arlarena_baselines.arena.stress import stress_cells
 from arlarena_baselines.cli import main
@@ -392,6 +400,23 @@ def test_parallel_jobs_make_the_same_runs_and_report_a_failing_one(arena, tmp_pa
     for name in ("metrics.jsonl", EVAL_EPISODES_FILE):
         assert (good.folder(tmp_path) / name).read_text() == (
             good.folder(arena) / name).read_text()
+
+
+def test_a_second_arena_on_the_same_folder_is_refused_while_one_runs(tmp_path, capsys):
+    holder = subprocess.Popen(  # another arena's process, holding the folder's lock
+        [sys.executable, "-c", "import sys\nfrom arlarena_baselines.arena.runner import holding\n"
+         "with holding(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()",
+         str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert main(["arena", *ARGS, "--methods", "GRPO", "--out", str(tmp_path),
+                     "--no-progress"]) == 2
+        assert "in use by another arena" in capsys.readouterr().err
+        assert not list(tmp_path.rglob("*.yaml"))  # nothing was started
+    finally:
+        holder.communicate("", timeout=60)
+    with holding(tmp_path):  # its process ended: the lock went with it
+        pass
 
 
 def _machine_free(records):

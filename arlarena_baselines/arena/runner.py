@@ -2,7 +2,8 @@
 
 Holds :class:`ArenaTrainer` (the trainer of :mod:`~arlarena_baselines.trainer.rl`, reporting
 each finished step), :func:`run_one` (one run, or the starting checkpoint's evaluation),
-:func:`run_arena`, :func:`steps_done`, :func:`total_steps` and :data:`RECORD_FILE`.
+:func:`run_arena` (holding the folder's lock, :func:`holding`, so that a second arena on it is
+refused while one runs), :func:`steps_done`, :func:`total_steps` and :data:`RECORD_FILE`.
 
 A run folder (``ROOT/<method>/<setting>/seed<k>``) is what ``arlarena train rl`` writes
 (``rl_config.yaml``, ``metrics.jsonl``, ``eval_episodes.jsonl`` with every held-out episode,
@@ -16,6 +17,7 @@ removed (``final/`` stays).
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import multiprocessing
@@ -55,9 +57,12 @@ from arlarena_baselines.trainer.tracking import MetricsLogger, episode_record
 
 __all__ = [
     "FINAL_FILE",
+    "LOCK_FILE",
     "RECORD_FILE",
+    "ArenaBusyError",
     "ArenaTrainer",
     "final_evaluation",
+    "holding",
     "run_arena",
     "run_finished",
     "run_one",
@@ -68,6 +73,30 @@ __all__ = [
 
 RECORD_FILE = "arena.json"
 FINAL_FILE = "final_episodes.jsonl.gz"
+LOCK_FILE = ".arena.lock"
+
+
+class ArenaBusyError(RuntimeError):
+    """Another arena is running on the same folder."""
+
+
+@contextmanager
+def holding(root: str | Path) -> Iterator[None]:
+    """Hold ``root``'s arena lock: two arenas on one folder would train, resume and evaluate the
+    same runs at once and tear their files. The system drops the lock when its process ends,
+    so an arena that was killed leaves none behind."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ArenaBusyError(f"{root} is in use by another arena (it holds {LOCK_FILE}): "
+                                 "wait for it to finish or stop it") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 # Config fields that change how a run is executed or logged, not what it computes.
 _EXECUTION_FIELDS = {
     "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
@@ -279,8 +308,14 @@ def _worker(spec: RunSpec, base: TrainConfig, root: str) -> dict[str, Any]:
 def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs: int = 1,
               progress: bool = True) -> list[tuple[RunSpec, str]]:
     """Run every unfinished run of ``runs`` (``jobs`` at a time, each in its own process when
-    ``jobs`` > 1) under one progress bar over runs × steps; return the failed runs with their
-    error (the others still run)."""
+    ``jobs`` > 1) under one progress bar over runs × steps, holding ``root``'s lock
+    (:func:`holding`); return the failed runs with their error (the others still run)."""
+    with holding(root):
+        return _run_all(runs, base, root, jobs, progress)
+
+
+def _run_all(runs: list[RunSpec], base: TrainConfig, root: str | Path, jobs: int,
+             progress: bool) -> list[tuple[RunSpec, str]]:
     configs = {spec: spec.config(base, root) for spec in runs}
     for spec, config in configs.items():
         check_folder(spec, config, root)

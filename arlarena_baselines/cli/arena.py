@@ -115,13 +115,14 @@ def base_config(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.arena.report import write_report
+    from arlarena_baselines.arena.runner import ArenaBusyError
 
     try:
         if args.report is not None:
             code, paths = 0, write_report(args.report, args.out)
         else:
             code, paths = _train(args)
-    except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
+    except (KeyError, TypeError, ValueError, FileNotFoundError, ArenaBusyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for path in paths:
