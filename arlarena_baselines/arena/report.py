@@ -23,7 +23,6 @@ are loaded and grouped by :mod:`.results`. The tables:
 from __future__ import annotations
 
 import csv
-import gzip
 import importlib.util
 import math
 import shutil
@@ -60,7 +59,7 @@ from arlarena_baselines.arena.stats import Z, paired_difference
 from arlarena_baselines.arena.stress import change_from_start, stress_cells, stress_section
 from arlarena_baselines.arena.tables import num, pm, signed, table
 from arlarena_baselines.trainer import keys
-from arlarena_baselines.trainer.checkpoint import atomic_write_bytes
+from arlarena_baselines.trainer.checkpoint import atomic_write_gzip
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.runs import config_file
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
@@ -385,8 +384,7 @@ def _copy_runs(runs: list[RunResult], root: Path, out: Path) -> None:
                 shutil.copy2(run.folder / name, target / name)
         for log in logs:
             if (run.folder / log).is_file():
-                payload = gzip.compress((run.folder / log).read_bytes(), mtime=0)
-                atomic_write_bytes(target / f"{log}.gz", payload)
+                atomic_write_gzip(target / f"{log}.gz", (run.folder / log).read_bytes())
 
 
 def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:

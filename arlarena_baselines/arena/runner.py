@@ -18,7 +18,6 @@ removed (``final/`` stays).
 from __future__ import annotations
 
 import fcntl
-import gzip
 import json
 import multiprocessing
 import queue as queue_module
@@ -39,7 +38,7 @@ from arlarena_baselines.arena.plan import RunSpec
 from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.rollout import make_env_pool
 from arlarena_baselines.trainer.checkpoint import (
-    atomic_write_bytes,
+    atomic_write_gzip,
     atomic_write_text,
     latest_checkpoint,
 )
@@ -93,10 +92,9 @@ def holding(root: str | Path) -> Iterator[None]:
         except BlockingIOError:
             raise ArenaBusyError(f"{root} is in use by another arena (it holds {LOCK_FILE}): "
                                  "wait for it to finish or stop it") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield  # closing the file releases the lock
+
+
 # Config fields that change how a run is executed or logged, not what it computes.
 _EXECUTION_FIELDS = {
     "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
@@ -237,8 +235,7 @@ def final_evaluation(spec: RunSpec, config: TrainConfig, folder: Path) -> None:
             at = apply_overrides(config, [f"eval.temperature={temperature}"])
             lines += [json.dumps({"temperature": temperature, **episode_record(e)})
                       for e in heldout_rollout(policy, at, pool).episodes]
-    payload = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
-    atomic_write_bytes(folder / FINAL_FILE, payload)
+    atomic_write_gzip(folder / FINAL_FILE, ("\n".join(lines) + "\n").encode())
 
 
 def run_one(spec: RunSpec, base: TrainConfig, root: str | Path,

@@ -12,6 +12,7 @@ it. Older checkpoints beyond ``keep`` are removed afterwards.
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import shutil
@@ -26,6 +27,7 @@ from arlarena_baselines.trainer.models import save_model
 
 __all__ = [
     "atomic_write_bytes",
+    "atomic_write_gzip",
     "atomic_write_text",
     "latest_checkpoint",
     "load_checkpoint",
@@ -43,6 +45,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def atomic_write_gzip(path: Path, data: bytes) -> None:
+    """Write ``data`` gzip-compressed to ``path`` atomically, without a timestamp in the header,
+    so that the same data always give the same bytes (committed evidence rebuilds exactly)."""
+    atomic_write_bytes(path, gzip.compress(data, mtime=0))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
