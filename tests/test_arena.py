@@ -1,4 +1,4 @@
-"""The micro-arena: planning, running (resume, skip), the grid's selection rule, the report.
+"""The arena: planning, running (resume, skip), the grid's selection rule, the report.
 
 The end-to-end test runs ``arlarena arena`` for GRPO and CISPO × 2 steps on the tiny random
 Llama and ``ARLArena/Bandit-v0`` (one turn, tiny budgets) and reads the report it writes.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import shutil
 import subprocess
 import sys
 
@@ -388,6 +389,34 @@ def test_report_rebuilds_into_another_folder_with_the_runs_small_files(arena, tm
     assert (again / "arena.md").read_text() == (arena / "arena.md").read_text()
     runs = [p for p in copied if "/seed" in p]
     assert runs and all((again / p).read_bytes() == (out / p).read_bytes() for p in runs)
+
+
+def test_an_arena_goes_on_from_the_finished_runs_of_a_report_folder(arena, tmp_path, capsys):
+    """``--from``: a report folder's copies count as finished runs in a new arena folder (in
+    place of an interrupted copy there); a run it lacks is trained; the report is the same."""
+    docs = tmp_path / "docs"
+    assert main(["arena", "--report", str(arena), "--out", str(docs)]) == 0
+    shutil.rmtree(docs / "CISPO" / "base")  # a sitting that had not made it
+    out = tmp_path / "again"
+    interrupted = out / "GRPO" / "base" / "seed0"
+    interrupted.mkdir(parents=True)
+    (interrupted / METRICS_FILE).write_text('{"step": 1}\n')
+    args = ["arena", *ARGS, "--methods", "GRPO,CISPO", "--staleness", "0",
+            "--stabiliser-batch", "1", "--out", str(out), "--no-progress"]
+    capsys.readouterr()
+    assert main([*args, "--from", str(docs), "--dry-run"]) == 0
+    states = {" ".join(line.split()[:-4]): line.split()[-2]
+              for line in capsys.readouterr().out.splitlines()[:-1]}
+    assert states == {"checkpoint start seed 0": "restore", "GRPO base seed 0": "restore",
+                      "CISPO base seed 0": "new",
+                      "CISPO stabiliser-kl_coef=0.05 seed 0": "restore"}
+    assert not (interrupted / RECORD_FILE).exists()  # a dry run copies nothing
+    assert main([*args, "--from", str(docs)]) == 0
+    assert not (interrupted / METRICS_FILE).exists() and not (interrupted / "final").exists()
+    assert (interrupted / RECORD_FILE).read_bytes() == (docs / "GRPO" / "base" / "seed0" /
+                                                        RECORD_FILE).read_bytes()
+    assert (out / "CISPO" / "base" / "seed0" / "final").is_dir()
+    assert (out / "arena.md").read_text() == (arena / "arena.md").read_text()
 
 
 def test_parallel_jobs_make_the_same_runs_and_report_a_failing_one(arena, tmp_path):

@@ -1,4 +1,4 @@
-"""The micro-arena: the study's comparison of the methods of ``METHODS``, at CPU scale.
+"""The arena: the study's comparison of the methods of ``METHODS``, at CPU scale.
 
 Every method trains from the same checkpoint with the same config (rollout budget, update
 mini-batches, held-out levels, sampling) and seeds, through the local trainer, and may end with

@@ -12,7 +12,9 @@ method, setting and seed) once the run has trained, and ``final_episodes.jsonl.g
 episode of the final evaluation at each temperature) once it has been evaluated. A run with
 both is skipped; one with ``arena.json`` alone is only evaluated; one with a checkpoint resumes
 from it; one killed before its first checkpoint starts again. A trained run's checkpoints are
-removed (``final/`` stays).
+removed (``final/`` stays). A report folder's copy of a finished run (its small files, see
+:func:`~arlarena_baselines.arena.report.write_report`) is finished too, so
+:func:`restore_finished` lets an arena of several sittings go on from its committed report.
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ __all__ = [
     "RECORD_FILE",
     "ArenaBusyError",
     "ArenaTrainer",
+    "check_folder",
     "final_evaluation",
     "holding",
+    "restore_finished",
     "run_arena",
     "run_finished",
     "run_one",
@@ -97,8 +101,8 @@ def holding(root: str | Path) -> Iterator[None]:
 
 # Config fields that change how a run is executed or logged, not what it computes.
 _EXECUTION_FIELDS = {
-    "run": ("progress", "tensorboard", "wandb", "wandb_project", "threads", "checkpoint_every",
-            "keep_checkpoints"),
+    "run": ("out", "progress", "tensorboard", "wandb", "wandb_project", "threads",
+            "checkpoint_every", "keep_checkpoints"),
     "rollout": ("env_workers", "gen_batch_size"),
 }
 
@@ -172,6 +176,21 @@ def run_finished(spec: RunSpec, root: str | Path) -> bool:
     """Whether a run has trained and, where it has one, made its final evaluation."""
     folder = spec.folder(root)
     return (folder / RECORD_FILE).is_file() and _final_done(spec, folder)
+
+
+def restore_finished(runs: list[RunSpec], source: str | Path, root: str | Path) -> int:
+    """Copy each run of ``runs`` that ``source`` holds finished, and ``root`` does not, into
+    ``root`` (in place of an unfinished copy, whose work the finished one supersedes); return
+    how many. ``source`` is typically a report folder: an arena that runs in sittings on
+    different machines goes on from the runs its last report committed."""
+    restored = 0
+    for spec in runs:
+        if run_finished(spec, root) or not run_finished(spec, source):
+            continue
+        shutil.rmtree(spec.folder(root), ignore_errors=True)
+        shutil.copytree(spec.folder(source), spec.folder(root))
+        restored += 1
+    return restored
 
 
 def steps_done(spec: RunSpec, root: str | Path, steps: int) -> int:
@@ -303,11 +322,19 @@ def _worker(spec: RunSpec, base: TrainConfig, root: str) -> dict[str, Any]:
 
 
 def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs: int = 1,
-              progress: bool = True) -> list[tuple[RunSpec, str]]:
+              progress: bool = True, restore_from: str | Path | None = None
+              ) -> list[tuple[RunSpec, str]]:
     """Run every unfinished run of ``runs`` (``jobs`` at a time, each in its own process when
     ``jobs`` > 1) under one progress bar over runs × steps, holding ``root``'s lock
-    (:func:`holding`); return the failed runs with their error (the others still run)."""
+    (:func:`holding`), after copying in those ``restore_from`` holds finished
+    (:func:`restore_finished`); return the failed runs with their error (the others still
+    run)."""
     with holding(root):
+        if restore_from is not None:
+            restored = restore_finished(runs, restore_from, root)
+            if progress and restored:
+                print(f"arena: {restored} finished runs copied from {restore_from}",
+                      file=sys.stderr)
         return _run_all(runs, base, root, jobs, progress)
 
 

@@ -5,8 +5,10 @@ every method of ``METHODS`` (or ``--methods``) with ``--seeds`` seeds, plus the 
 of CISPO and SAPO, the high-staleness rows of the IS-clipping methods, any ``--grid`` and the
 stress grid (``--stress-lr``), each run in ``OUT/<method>/<setting>/seed<k>``; with
 ``--final-temperatures`` every run but the stress grid's then plays ``--final-episodes``
-held-out levels at each of them. Finished runs are skipped and interrupted ones resume. It ends
-by writing the report, which ``arlarena arena --report OUT [--out DIR]`` rebuilds (into DIR
+held-out levels at each of them. Finished runs are skipped and interrupted ones resume;
+``--from DIR`` first copies in the finished runs a report folder holds (an arena made in
+sittings goes on from its committed report, e.g. ``docs/arena``). It ends by writing the
+report, which ``arlarena arena --report OUT [--out DIR]`` rebuilds (into DIR
 with the runs' small files, e.g. for ``docs/arena``).
 
 The base config comes, in increasing precedence, from ``--config``, the arena's defaults
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = ["register"]
 
@@ -92,10 +95,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         metavar="SECTION.FIELD=VALUE",
                         help="the stress runs' budget over the base config, e.g. rl.steps=8 "
                         "(repeatable)")
+    train.add_argument("--from", dest="restore_from", default=None, metavar="REPORT_DIR",
+                       help="first copy into --out the planned runs REPORT_DIR holds finished "
+                       "(a report folder keeps its runs' small files): an arena made in "
+                       "sittings goes on from its last report")
     train.add_argument("--jobs", type=int, default=1,
                        help="runs at once, each in its own process (default 1)")
     train.add_argument("--dry-run", action="store_true",
-                       help="list the planned runs and their state, train nothing")
+                       help="list the planned runs, their steps and state (finished, restore "
+                       "from --from, resume, new), refusing a folder of other settings as a "
+                       "run would; train nothing")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -157,7 +166,7 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     from arlarena_baselines.algos import METHODS
     from arlarena_baselines.arena.plan import ArenaPlan, parse_grid, plan_runs
     from arlarena_baselines.arena.report import write_report
-    from arlarena_baselines.arena.runner import run_arena, steps_done, total_steps
+    from arlarena_baselines.arena.runner import run_arena
 
     out = args.out or "runs/arena"
     base = base_config(args)
@@ -173,14 +182,38 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     )
     runs = plan_runs(plan, base, out)
     if args.dry_run:
-        for spec in runs:
-            steps = total_steps(spec, spec.config(base, out))
-            print(f"{spec.label():48s} {steps_done(spec, out, steps):4d}/{steps} steps  "
-                  f"{spec.folder(out)}")
-        print(f"{len(runs)} runs")
+        _list_runs(runs, base, out, args.restore_from)
         return 0, []
-    failures = run_arena(runs, base, out, jobs=args.jobs, progress=not args.no_progress)
+    failures = run_arena(runs, base, out, jobs=args.jobs, progress=not args.no_progress,
+                         restore_from=args.restore_from)
     for spec, error in failures:
         print(f"failed: {spec.label()}: {error}", file=sys.stderr)
     paths = write_report(out) if len(failures) < len(runs) else []
     return (1 if failures else 0), paths
+
+
+def _list_runs(runs: list, base: Any, out: str, restore_from: str | None) -> None:
+    """The dry run: each run's steps done and state (finished; restore from ``restore_from``;
+    resume; new), refusing a folder of other settings (in ``out`` or ``restore_from``) as the
+    run itself would."""
+    from arlarena_baselines.arena.runner import (
+        check_folder,
+        run_finished,
+        steps_done,
+        total_steps,
+    )
+
+    for spec in runs:
+        config = spec.config(base, out)
+        steps = total_steps(spec, config)
+        check_folder(spec, config, out)
+        finished = run_finished(spec, out)
+        restore = (not finished and restore_from is not None
+                   and run_finished(spec, restore_from))
+        if restore:
+            check_folder(spec, config, restore_from)
+        done = steps if restore else steps_done(spec, out, steps)
+        state = ("finished" if finished else "restore" if restore
+                 else "resume" if spec.folder(out).exists() else "new")
+        print(f"{spec.label():48s} {done:4d}/{steps} steps  {state:8s}  {spec.folder(out)}")
+    print(f"{len(runs)} runs")
