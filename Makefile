@@ -11,7 +11,7 @@ EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint bench learn arena arena-recipe clean
+.PHONY: install run test lint bench learn arena clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -69,34 +69,26 @@ learn: $(VENV)/.installed-run
 	$(LEARN_COMPARE) --set eval.temperature=0.4 --out $(LEARN_DOCS)/T0.4
 	gzip -f $(LEARN_DOCS)/T1.0/*.jsonl $(LEARN_DOCS)/T0.4/*.jsonl
 
-# `make arena`: the committed micro-arena (docs/arena/): behaviour cloning as in `make learn`,
-# then every method from it (2 seeds for GRPO, the IS-clipping methods and the methods of the
-# GiGPO, DAPO and SAMPO findings), the stabiliser, staleness and grid rows; then the report,
-# with the runs' small files, into docs/arena. About 1.5 h on 2 cores. Every method ends below
-# its start there (4 levels a step do not learn): `make arena-recipe` replaces it.
-ARENA := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena.yaml --jobs 2 --out runs/arena-micro
+# `make arena`: the committed arena (docs/arena/) on the learning recipe
+# (configs/recipe/sokoban-arena.yaml): behaviour cloning as in `make learn`; then every method
+# from the BC start, seed 0, each run's model then on 1,024 held-out levels at T = 1 and
+# T = 0.4; the stress grid of findings 1 and 2 (GRPO, GSPO, CISPO, SAPO, CISPO_SM, SAPO_SM at
+# lr x update mini-batches a step, 2 seeds, 8-step runs of 16 levels: on-policy, the clipping
+# rules give one gradient, so it is where they can differ); seeds 1 and 2 of the methods of
+# the findings; then the report, with the runs' small files, into docs/arena. About 30 min a
+# base run and 6 a stress run on one core, 12 h in all on 2 cores, so it is made in sittings:
+# each starts from the finished runs docs/arena holds (--from) and ends with its report (after
+# an interruption: `arlarena arena --report runs/arena --out docs/arena`).
+ARENA := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena.yaml --jobs 2 \
+	--out runs/arena --from docs/arena --final-temperatures 1.0,0.4 --final-episodes 1024
 arena: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
-	$(ARENA) --methods GRPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GRPO,DAPO_GiGPO,SAMPO --seeds 2 --no-stabilisers --staleness 0
-	$(ARENA) --grid CISPO:clip_high=0.28 --grid SAPO:tau_neg=1.05 --grid GSPO:clip_high=0.001
-	$(VENV)/bin/arlarena arena --report runs/arena-micro --out docs/arena
-
-# `make arena-recipe` (in progress, several sittings: it resumes where it stopped): the arena on
-# the learning recipe (configs/recipe/sokoban-arena-recipe.yaml). Every method from the BC
-# start, seed 0, each run's model then on 1,024 held-out levels at T = 1 and T = 0.4; then the
-# stress grid of findings 1 and 2 (GRPO, GSPO, CISPO, SAPO, CISPO_SM, SAPO_SM at lr x update
-# mini-batches a step, 2 seeds, 8-step runs of 16 levels: on-policy, the clipping rules give one
-# gradient, so it is where they can differ); then seeds 1 and 2 of the methods of the findings;
-# the report into runs/arena. About 30 min a base run and 6 a stress run, on one core each.
-ARENA_RECIPE := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena-recipe.yaml \
-	--jobs 2 --out runs/arena --final-temperatures 1.0,0.4 --final-episodes 1024
-arena-recipe: $(VENV)/.installed-run
-	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
-	$(ARENA_RECIPE) --methods GRPO,SAMPO,GRPO_ST,GSPO,CISPO,SAPO,GRPO_SM,CISPO_SM,SAPO_SM,GiGPO,EMPG,DAPO_GRPO,DAPO_GiGPO --no-stabilisers --staleness 0
-	$(ARENA_RECIPE) --methods none --stress-lr 2e-4,6e-4,2e-3 --stress-mini-batches 1,4,16 \
+	$(ARENA) --methods GRPO,SAMPO,GRPO_ST,GSPO,CISPO,SAPO,GRPO_SM,CISPO_SM,SAPO_SM,GiGPO,EMPG,DAPO_GRPO,DAPO_GiGPO --no-stabilisers --staleness 0
+	$(ARENA) --methods none --stress-lr 2e-4,6e-4,2e-3 --stress-mini-batches 1,4,16 \
 		--stress-set rl.steps=8 --stress-set rollout.n_groups=16 --stress-set eval.episodes=128 \
 		--stress-set eval.every=2
-	$(ARENA_RECIPE) --methods GRPO,SAMPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GiGPO --seeds 3 --no-stabilisers --staleness 0
+	$(ARENA) --methods GRPO,SAMPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GiGPO --seeds 3 --no-stabilisers --staleness 0
+	$(VENV)/bin/arlarena arena --report runs/arena --out docs/arena
 
 lint: install
 	$(VENV)/bin/ruff check .
