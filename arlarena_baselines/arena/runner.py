@@ -65,6 +65,7 @@ __all__ = [
     "check_folder",
     "final_evaluation",
     "holding",
+    "restorable",
     "restore_finished",
     "run_arena",
     "run_finished",
@@ -178,14 +179,19 @@ def run_finished(spec: RunSpec, root: str | Path) -> bool:
     return (folder / RECORD_FILE).is_file() and _final_done(spec, folder)
 
 
+def restorable(spec: RunSpec, source: str | Path, root: str | Path) -> bool:
+    """Whether ``source`` holds the run finished and ``root`` does not."""
+    return not run_finished(spec, root) and run_finished(spec, source)
+
+
 def restore_finished(runs: list[RunSpec], source: str | Path, root: str | Path) -> int:
-    """Copy each run of ``runs`` that ``source`` holds finished, and ``root`` does not, into
-    ``root`` (in place of an unfinished copy, whose work the finished one supersedes); return
-    how many. ``source`` is typically a report folder: an arena that runs in sittings on
-    different machines goes on from the runs its last report committed."""
+    """Copy each run of ``runs`` that is :func:`restorable` from ``source`` into ``root`` (in
+    place of an unfinished copy, whose work the finished one supersedes); return how many.
+    ``source`` is typically a report folder: an arena that runs in sittings on different
+    machines goes on from the runs its last report committed."""
     restored = 0
     for spec in runs:
-        if run_finished(spec, root) or not run_finished(spec, source):
+        if not restorable(spec, source, root):
             continue
         shutil.rmtree(spec.folder(root), ignore_errors=True)
         shutil.copytree(spec.folder(source), spec.folder(root))

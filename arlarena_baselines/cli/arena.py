@@ -20,7 +20,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arlarena_baselines.arena.plan import RunSpec
+    from arlarena_baselines.trainer.config import TrainConfig
 
 __all__ = ["register"]
 
@@ -192,12 +196,14 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     return (1 if failures else 0), paths
 
 
-def _list_runs(runs: list, base: Any, out: str, restore_from: str | None) -> None:
+def _list_runs(runs: list[RunSpec], base: TrainConfig, out: str,
+               restore_from: str | None) -> None:
     """The dry run: each run's steps done and state (finished; restore from ``restore_from``;
     resume; new), refusing a folder of other settings (in ``out`` or ``restore_from``) as the
     run itself would."""
     from arlarena_baselines.arena.runner import (
         check_folder,
+        restorable,
         run_finished,
         steps_done,
         total_steps,
@@ -208,8 +214,7 @@ def _list_runs(runs: list, base: Any, out: str, restore_from: str | None) -> Non
         steps = total_steps(spec, config)
         check_folder(spec, config, out)
         finished = run_finished(spec, out)
-        restore = (not finished and restore_from is not None
-                   and run_finished(spec, restore_from))
+        restore = restore_from is not None and restorable(spec, restore_from, out)
         if restore:
             check_folder(spec, config, restore_from)
         done = steps if restore else steps_done(spec, out, steps)
