@@ -87,7 +87,7 @@ arena: $(VENV)/.installed-run
 	$(ARENA) --methods none --stress-lr 2e-4,6e-4,2e-3 --stress-mini-batches 1,4,16 \
 		--stress-set rl.steps=8 --stress-set rollout.n_groups=16 --stress-set eval.episodes=128 \
 		--stress-set eval.every=2
-	$(ARENA) --methods GRPO,SAMPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GiGPO --seeds 3 --no-stabilisers --staleness 0
+	$(ARENA) --methods GRPO,SAMPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GRPO,DAPO_GiGPO --seeds 3 --no-stabilisers --staleness 0
 	$(VENV)/bin/arlarena arena --report runs/arena --out docs/arena
 
 lint: install

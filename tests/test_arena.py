@@ -239,6 +239,21 @@ def test_findings_judge_held_out_differences_by_their_standard_error():
     assert verdicts["SAMPO is best overall."] == "fails"
 
 
+def test_a_finding_names_the_seeds_and_runs_its_difference_is_paired_on():
+    """A method run on fewer seeds limits the pairing to the seeds it shares: the evidence
+    says so, rather than counting every configuration's runs."""
+    three = (0, 1, 2)
+    configs = summarize([run for group in (
+        _config("GRPO", "base", "base", 0.5, STEADY, seeds=three),
+        _config("GiGPO", "base", "base", 0.6, STEADY, seeds=three),
+        _config("DAPO_GRPO", "base", "base", 0.5, STEADY),
+        _config("DAPO_GiGPO", "base", "base", 0.7, STEADY, seeds=three)) for run in group])
+    evidence = {f.claim: f.evidence for f in judge(configs, select_configs(configs))}
+    assert evidence["GiGPO beats GRPO."].endswith("(n = 30; seeds 0, 1, 2: 6 runs)")
+    assert evidence["DAPO's filtering helps GiGPO more than GRPO."].endswith(
+        "their difference +0.100 ± 0.100 (n = 10; seed 0: 4 runs)")
+
+
 def test_findings_judge_collapse_and_masking_by_the_collapse_detector():
     clipping = ("Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping (GSPO) "
                 "stays stable.")

@@ -35,10 +35,10 @@ def _planned(args: list[str], out: Path, capsys) -> list[tuple[str, str]]:
 
 def test_make_arena_plans_the_issues_runs(capsys, monkeypatch, tmp_path):
     """13 methods and the start on seed 0; the 6 methods × 3 lr × 3 staleness stress grid with
-    two seeds; three seeds of the start and the seven methods of the findings."""
+    two seeds; three seeds of the start and the eight methods of the findings."""
     monkeypatch.chdir(ROOT)
     counts = [len(_planned(args, tmp_path, capsys)) for args in _make_arena_invocations()]
-    assert counts == [1 + 13, 6 * 3 * 3 * 2, 3 + 7 * 3]
+    assert counts == [1 + 13, 6 * 3 * 3 * 2, 3 + 8 * 3]
 
 
 def test_the_committed_runs_are_finished_runs_of_make_arenas_plan(capsys, monkeypatch):

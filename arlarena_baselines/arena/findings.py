@@ -80,14 +80,17 @@ def by_difference(mean: float, se: float) -> str:
     return "within noise"
 
 
-def _delta(a: Outcomes, b: Outcomes, runs: str = "") -> tuple[float, float, str]:
+def _delta(a: Outcomes, b: Outcomes, configs: int = 0) -> tuple[float, float, str]:
+    """The paired difference ``a − b`` and its text; with ``configs`` (how many configurations
+    it reads), the text names the seeds it is paired on and the runs behind it, which are the
+    shared seeds' alone when one configuration has fewer seeds."""
     mean, se, n = paired_difference(a, b)
-    return mean, se, f"{mean:+.3f} ± {se:.3f} (n = {n}{runs})"
-
-
-def _runs(*configs: Configuration) -> str:
-    """``; runs 3 + 3``: the runs behind a paired difference."""
-    return "; runs " + " + ".join(str(len(c.seeds)) for c in configs)
+    text = f"{mean:+.3f} ± {se:.3f} (n = {n}"
+    if configs:
+        seeds = sorted({seed for seed, _ in a.keys() & b.keys()})
+        text += (f"; seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}: "
+                 f"{configs * len(seeds)} runs")
+    return mean, se, text + ")"
 
 
 def _combined(verdicts: Sequence[str]) -> str:
@@ -129,7 +132,7 @@ def _masking(configs: Sequence[Configuration]) -> Finding:
             verdict = "fails" if masked.collapses else "holds"
             evidence.append(f"{_state(plain)}; {_state(masked)}")
         else:  # no collapse to prevent: does the mask keep more of the start's success?
-            mean, se, text = _delta(masked.outcomes(), plain.outcomes(), _runs(masked, plain))
+            mean, se, text = _delta(masked.outcomes(), plain.outcomes(), 2)
             verdict = by_difference(mean, se)
             evidence.append(f"no collapse of {method} to prevent; held-out success "
                             f"{method}_SM − {method}: {text}")
@@ -143,8 +146,7 @@ def _beats(configs: Mapping[str, Configuration], better: str, worse: str) -> Fin
     claim = f"{better} beats {worse}."
     if better not in configs or worse not in configs:
         return Finding(claim, "not run", f"needs {better} and {worse}")
-    mean, se, text = _delta(configs[better].outcomes(), configs[worse].outcomes(),
-                            _runs(configs[better], configs[worse]))
+    mean, se, text = _delta(configs[better].outcomes(), configs[worse].outcomes(), 2)
     return Finding(claim, by_difference(mean, se), f"held-out success {better} − {worse}: {text}")
 
 
@@ -159,7 +161,7 @@ def _filtering(configs: Mapping[str, Configuration]) -> Finding:
         return {k: a[k] - b[k] for k in a.keys() & b.keys()}
 
     mean, se, text = _delta(gain(o["DAPO_GiGPO"], o["GiGPO"]), gain(o["DAPO_GRPO"], o["GRPO"]),
-                            _runs(*(configs[n] for n in names)))
+                            len(names))
     evidence = (f"gain on GiGPO {_delta(o['DAPO_GiGPO'], o['GiGPO'])[2]}, on GRPO "
                 f"{_delta(o['DAPO_GRPO'], o['GRPO'])[2]}; their difference {text}")
     return Finding(claim, by_difference(mean, se), evidence)
@@ -171,8 +173,7 @@ def _best(configs: Mapping[str, Configuration], best: str) -> Finding:
     if best not in configs or not others:
         return Finding(claim, "not run", f"needs {best} and another method")
     rival = max(others.values(), key=lambda c: c.success[0])
-    mean, se, text = _delta(configs[best].outcomes(), rival.outcomes(),
-                            _runs(configs[best], rival))
+    mean, se, text = _delta(configs[best].outcomes(), rival.outcomes(), 2)
     verdict = by_difference(mean, se)
     if verdict == "holds" and configs[best].success[0] < rival.success[0]:
         verdict = "within noise"  # paired on fewer seeds than the means: no claim either way

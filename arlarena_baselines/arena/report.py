@@ -244,7 +244,8 @@ def _findings(configs: list[ConfigResult], views: list[float | None],
             "collapses when one of its runs did. The GiGPO, DAPO and SAMPO claims compare the "
             "selected configurations; findings 1 and 2 are judged on the stress grid where the "
             "arena has one. The evidence gives each effect, its standard error, the paired "
-            "episodes (n) and the runs behind it.", "",
+            "episodes (n), the seeds they come from and the runs behind it (a difference is "
+            "paired on the seeds all its methods share).", "",
             *table(["", "claim", "held-out", "verdict", "evidence"],
                    [row for _, _, row in sorted(rows, key=lambda r: r[:2])])]
 
