@@ -73,10 +73,11 @@ learn: $(VENV)/.installed-run
 # (configs/recipe/sokoban-arena.yaml): behaviour cloning as in `make learn`; then every method
 # from the BC start, seed 0, each run's model then on 1,024 held-out levels at T = 1 and
 # T = 0.4; the stress grid of findings 1 and 2 (GRPO, GSPO, CISPO, SAPO, CISPO_SM, SAPO_SM at
-# lr x update mini-batches a step, 2 seeds, 8-step runs of 16 levels: on-policy, the clipping
-# rules give one gradient, so it is where they can differ); seeds 1 and 2 of the methods of
-# the findings; then the report, with the runs' small files, into docs/arena. About 30 min a
-# base run and 6 a stress run on one core, 12 h in all on 2 cores, so it is made in sittings:
+# lr x update mini-batches a step, 2 seeds, 8-step runs of 16 levels: on-policy the clipping
+# rules give one gradient, so the off-policy cells are where they can differ); seeds 1 and 2 of
+# the methods of the findings; then the report, with the runs' small files, into docs/arena.
+# About 17-31 min a base run and 3-7 a stress run with 2 jobs on the 2 cores, 8.7 h in all for
+# the 140 runs, so it is made in sittings:
 # each starts from the finished runs docs/arena holds (--from) and ends with its report (after
 # an interruption: `arlarena arena --report runs/arena --out docs/arena`).
 ARENA := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena.yaml --jobs 2 \
