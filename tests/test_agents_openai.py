@@ -214,7 +214,7 @@ def test_the_request_budget_stops_the_run_cleanly(tmp_path, capsys):
     assert len(server.requests) == turns
 
 
-# ---------------------------------------------------------------- issue 49: the cache, keys, replies
+# ---------------------------------------------------------------- the cache, keys, replies
 def _fresh():
     counter = iter(range(10**6))
     return lambda messages: f"<think>sample {next(counter)}</think><action>up</action>"

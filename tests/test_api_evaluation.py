@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import json
 
-import wrappers.agents.debate  # noqa: F401  (registers the debate agents)
+import wrappers.agents.debate  # registers the debate agents; its prompts are changed below
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import EvalConfig, evaluate, read_records
 from arlarena_baselines.evaluation.spending import total_spend
@@ -258,7 +258,7 @@ def test_a_resume_over_a_garbled_settings_record_is_refused_and_changes_nothing(
     assert "other settings" in capsys.readouterr().err and path.read_bytes() == before
 
 
-# ---------------------------------------------------------------- issue 49: reports of copies and settings
+# ---------------------------------------------------------------- copies and settings
 def test_a_file_copied_into_itself_or_under_another_name_adds_nothing(tmp_path, capsys):
     with ChatServer(always(UP)) as server:
         assert _eval(server, tmp_path, *SHORT, "--episodes", "2") == 0
