@@ -318,6 +318,9 @@ def test_the_debate_prompts_have_a_version_in_the_settings(tmp_path, capsys, mon
         assert main([*args, "--base-url", server.base_url]) == 0
         (settings,) = _records(tmp_path, "settings")
         assert len(settings["agent"]["prompt_version"]) == 16
+        for turn in _records(tmp_path, "turn"):  # each debater's reply says how it ended
+            for proposal in turn["transcript"]["rounds"][0]:
+                assert (proposal["finish_reason"], proposal["served_model"]) == ("stop", "alpha")
         monkeypatch.setattr(wrappers.agents.debate, "FOLLOW_UP",
                             wrappers.agents.debate.FOLLOW_UP + " Be brief.")
         sent = len(server.requests)

@@ -184,11 +184,14 @@ class _Proposal:
     think: str | None
     usage: dict[str, float]
     error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
+        """The proposal as the transcript keeps it, with what the server said of its reply
+        (finish reason, served model)."""
         return {"agent": self.agent, "model": self.model, "response": self.response,
                 "action": self.action, "format_ok": self.format_ok, "usage": self.usage,
-                "error": self.error}
+                "error": self.error, **self.facts}
 
 
 @dataclass
@@ -217,7 +220,7 @@ class _Debate:
             lowercase=self.lowercase,
         )
         return _Proposal(agent, model, reply.text, parsed.action or None, parsed.format_ok,
-                         parsed.think, reply.usage, reply.error)
+                         parsed.think, reply.usage, reply.error, reply.facts)
 
     def add(self, agent: int, model: str, reply: AgentReply) -> _Proposal:
         """Read a debater's reply into the current round."""
