@@ -117,7 +117,7 @@ def per_setting(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     temperatures or endpoints under one label), so that each setting gets its own rows, pass@k
     included. The name adds the settings that differ, as the settings records hold them
     (``openai:m [agent.sampling.temperature=0.4]``; more than three: the digest)."""
-    saved = {r.get("digest"): r for r in records if r.get("type") == "settings"}
+    saved = {_text(r.get("digest")): r for r in records if r.get("type") == "settings"}
     digests: dict[tuple[str, str], set[str]] = defaultdict(set)
     for record in records:
         if record.get("type") == "episode":
@@ -140,7 +140,7 @@ def per_setting(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return renamed
 
 
-def _setting_labels(digests: list[str], saved: dict[Any, dict[str, Any]]) -> dict[str, str]:
+def _setting_labels(digests: list[str], saved: dict[str, dict[str, Any]]) -> dict[str, str]:
     """A label per settings digest: the settings in which their records differ."""
     flat = {d: flat_settings(saved[d]) for d in digests if d in saved}
     keys = sorted({k for f in flat.values() for k in f
