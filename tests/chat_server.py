@@ -5,16 +5,20 @@ client is exercised end to end) answering with scripted responders. ``responder`
 answer from the messages (or from the messages and the whole request body, if it takes two
 arguments); ``models`` serves several model names, each with its own responder (other names get
 a 404). Failure modes: ``faults`` scripts the first requests, one fault each (an HTTP status,
-``"hang"``, ``"malformed"``, ``"empty_choices"``, or ``None``: a good answer); then
-``fail_first`` requests get ``status`` (e.g. 429); ``hang_after`` makes every later request hang
-until the server stops; ``broken`` makes every answer ``"malformed"`` (a 200 whose body is
-cut-off JSON) or ``"empty_choices"``; ``delay`` slows every answer down. The attributes may
-change between runs.
+``"hang"``, ``"malformed"``, ``"empty_choices"``, ``"not_utf8"`` (a 200 whose body is not
+UTF-8), ``"trickle"`` (a 200 whose body arrives a space every 0.2 s for 20 s), or ``None``: a
+good answer); then ``fail_first`` requests get ``status`` (e.g. 429, with ``Retry-After:
+retry_after``); ``hang_after`` makes every later request hang until the server stops;
+``broken`` makes every answer one of those faults; ``delay`` slows every answer down.
+``edit(body, answer)`` may change each good answer's JSON in place (drop its usage, add
+``reasoning_content``...); ``refuse(body)`` may refuse a request with ``(status, message)``.
+The attributes may change between runs.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +28,7 @@ from wrappers.agents.serve import AgentServer, completion, request_messages
 
 Responder = Callable[..., str]
 Fault = int | str | None
-_FAULTS = (None, "hang", "malformed", "empty_choices")
+_FAULTS = (None, "hang", "malformed", "empty_choices", "not_utf8", "trickle")
 
 
 def always(text: str) -> Callable[[list[dict[str, Any]]], str]:
@@ -50,6 +54,9 @@ class ChatServer(AgentServer):
         broken: str | None = None,
         delay: float = 0.0,
         faults: Sequence[Fault] = (),
+        retry_after: str = "0.05",
+        edit: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+        refuse: Callable[[dict[str, Any]], tuple[int, str] | None] | None = None,
     ) -> None:
         for fault in (broken, *faults):
             if not isinstance(fault, int) and fault not in _FAULTS:
@@ -61,6 +68,7 @@ class ChatServer(AgentServer):
         self.fail_first, self.status = fail_first, status
         self.hang_after = hang_after
         self.broken, self.delay, self.faults = broken, delay, list(faults)
+        self.retry_after, self.edit, self.refuse = retry_after, edit, refuse
         self.stopping = threading.Event()
 
     def fault(self, number: int) -> Fault:
@@ -78,18 +86,27 @@ class ChatServer(AgentServer):
             time.sleep(self.delay)
         fault = self.fault(number)
         if isinstance(fault, int):
-            return fault, {"error": {"message": "slow down"}}, {"Retry-After": "0.05"}
+            return fault, {"error": {"message": "slow down"}}, {"Retry-After": self.retry_after}
         if fault == "hang":
             self.stopping.wait(60)
             return None
+        refused = self.refuse(body) if self.refuse is not None else None
+        if refused is not None:
+            return refused[0], {"error": {"message": refused[1]}}, {}
         responder = self.responders.get(body["model"])
         if responder is None:
             return 404, {"error": {"message": f"no model {body['model']}"}}, {}
         if fault == "malformed":
             return 200, b'{"id": "chatcmpl-1", "choices": [{"index', {}
         answer = completion(body, _call(responder, body), number)
+        if self.edit is not None:
+            self.edit(body, answer)
         if fault == "empty_choices":
             answer["choices"] = []
+        if fault == "not_utf8":
+            return 200, json.dumps(answer).encode().replace(b"chatcmpl", b"chat\xff\xfe"), {}
+        if fault == "trickle":
+            return 200, [b" "] * 100 + [json.dumps(answer).encode()], {}
         return 200, answer, {}
 
     def __exit__(self, *_: object) -> None:

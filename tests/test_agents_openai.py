@@ -212,3 +212,144 @@ def test_the_request_budget_stops_the_run_cleanly(tmp_path, capsys):
     turns = sum(1 for r in records if r["type"] == "turn")
     # The cache answered the turns of the episode the budget interrupted.
     assert len(server.requests) == turns
+
+
+# ---------------------------------------------------------------- the cache, keys, replies
+def _fresh():
+    counter = iter(range(10**6))
+    return lambda messages: f"<think>sample {next(counter)}</think><action>up</action>"
+
+
+def test_above_t0_a_prompt_repeated_in_another_episode_or_turn_is_sampled_afresh(tmp_path):
+    same = [AgentRequest("p", episode_id="seed=0/sample=0"),
+            AgentRequest("p", episode_id="seed=7/sample=0"),  # another task, the same prompt
+            AgentRequest("p", episode_id="seed=0/sample=0", turn=1)]
+    with ChatServer(_fresh()) as server:
+        sampled = _agent(server, temperature=0.7, cache=tmp_path / "s")
+        first = sampled.act(same)
+        assert len(server.requests) == 3 and len(set(first)) == 3
+        assert sampled.act(same) == first and len(server.requests) == 3  # a resume: all cached
+        greedy = _agent(server, temperature=0.0, cache=tmp_path / "g")
+        assert len({greedy.act([r])[0] for r in same}) == 1 and len(server.requests) == 4
+        assert greedy.spending()[0]["cache_hits"] == 2  # reuse at T = 0 is counted
+        for agent in (sampled, greedy):
+            agent.close()
+
+
+def test_a_key_in_the_base_url_is_written_nowhere(tmp_path, capsys):
+    secrets = ("sk-userinfo-secret", "sk-query-secret")
+    with ChatServer(always(UP), fail_first=10**9, status=500) as server:
+        port = server.base_url.split(":")[2].split("/")[0]
+        url = f"http://me:{secrets[0]}@127.0.0.1:{port}/v1?api_key={secrets[1]}"
+        assert main(["eval", "--env", "sokoban", "--agent", "openai", "--model", "test-model",
+                     "--base-url", url, "--out", str(tmp_path / "a"), "--no-progress",
+                     "--max-retries", "0", "--episodes", "1"]) == 1
+    dead = f"http://me:{secrets[0]}@127.0.0.1:9/v1?api_key={secrets[1]}"
+    assert main(["eval", "--env", "sokoban", "--agent", "openai", "--model", "test-model",
+                 "--base-url", dead, "--out", str(tmp_path / "b"), "--no-progress",
+                 "--max-retries", "0", "--episodes", "1", "--timeout", "2"]) == 1
+    out, err = capsys.readouterr()
+    written = "".join(p.read_text() for p in tmp_path.rglob("*.jsonl")) + out + err
+    assert "failed 1 times" in written and "127.0.0.1:9" in err
+    assert not [secret for secret in secrets if secret in written]
+
+
+def test_a_reply_without_usage_is_counted_and_said_not_priced_as_free(tmp_path, capsys):
+    def no_usage(body, answer):
+        del answer["usage"]
+
+    prices = '{"test-model": {"prompt": 2.0, "completion": 10.0}}'
+    with ChatServer(always(UP), edit=no_usage) as server:
+        assert _eval(server, tmp_path, "--episodes", "1", "--prices", prices, "--env-kwargs",
+                     '{"max_episode_steps": 2}') == 0
+    err = capsys.readouterr().err
+    (path,) = tmp_path.glob("*.jsonl")
+    turns = [r for r in read_records(path) if r["type"] == "turn"]
+    assert turns and all(t["usage"]["no_usage"] == 1 and "cost" not in t["usage"] for t in turns)
+    assert f"{len(turns)} answered without token counts" in err
+    assert main(["report", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "| partial |" in out and "came without token counts" in err
+
+
+@pytest.mark.parametrize("server_options", [
+    {"faults": ["not_utf8"]},
+    {"fail_first": 1, "status": 429, "retry_after": "-5"},
+    {"fail_first": 1, "status": 429, "retry_after": "NaN"},
+    {"edit": lambda body, answer: answer["usage"].update(prompt_tokens="many")},
+], ids=["not-utf8", "retry-after-negative", "retry-after-nan", "usage-not-a-number"])
+def test_a_malformed_reply_is_retried_or_recorded_never_a_usage_error(tmp_path, server_options):
+    with ChatServer(always(UP), **server_options) as server:
+        assert _eval(server, tmp_path, "--episodes", "1", "--env-kwargs",
+                     '{"max_episode_steps": 2}') == 0
+    (path,) = tmp_path.glob("*.jsonl")
+    (episode,) = [r for r in read_records(path) if r["type"] == "episode"]
+    assert episode["error"] is None and episode["turns"] >= 1
+
+
+def test_what_the_server_says_of_a_reply_is_kept(tmp_path, capsys):
+    def edit(body, answer):
+        message = answer["choices"][0]["message"]
+        message["content"] = [{"type": "text", "text": "<action>"},
+                              {"type": "text", "text": "up</action>"}]
+        message["reasoning_content"] = "The box is above me."
+        answer["choices"][0]["finish_reason"] = "length"
+        answer["model"] = "test-model-2026-01-01"
+        answer["system_fingerprint"] = "fp_abc"
+
+    with ChatServer(always(UP), edit=edit) as server:
+        assert _eval(server, tmp_path, "--episodes", "1", "--env-kwargs",
+                     '{"max_episode_steps": 2}') == 0
+    out = capsys.readouterr().out
+    (path,) = tmp_path.glob("*.jsonl")
+    records = list(read_records(path))
+    turns = [r for r in records if r["type"] == "turn"]
+    (episode,) = [r for r in records if r["type"] == "episode"]
+    for turn in turns:  # the reasoning is the think block, so the format check passes
+        assert turn["response"] == "<think>The box is above me.</think><action>up</action>"
+        assert turn["format_ok"] is True
+        assert (turn["finish_reason"], turn["served_model"], turn["system_fingerprint"]) == (
+            "length", "test-model-2026-01-01", "fp_abc")
+    assert episode["finish_reasons"] == {"length": len(turns)}
+    assert f"| length {len(turns)} |" in out  # the table's cut replies column
+
+
+def test_models_that_take_max_completion_tokens_get_it():
+    message = ("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+               "'max_completion_tokens' instead.")
+    refuse = lambda body: (400, message) if "max_tokens" in body else None  # noqa: E731
+    models = {"gpt-5-mini": always(UP), "my-reasoner": always(UP)}
+    with ChatServer(models=models, refuse=refuse) as server:
+        gpt5 = _agent(server, model="gpt-5-mini", max_tokens=77)
+        assert gpt5.act([AgentRequest("p")]) == [UP]
+        assert server.requests[-1]["max_completion_tokens"] == 77 and len(server.requests) == 1
+        other = _agent(server, model="my-reasoner", max_tokens=77, max_retries=0)
+        assert other.act([AgentRequest("p")]) == [UP]  # the 400 that names it switches
+        assert other.act([AgentRequest("q")]) == [UP]
+        assert ["max_tokens" in r for r in server.requests[1:]] == [True, False, False]
+        (spent,) = other.spending()
+        assert spent["attempts"] == 3 and spent["failures"] == {"client_error": 1}
+
+
+def test_the_timeout_is_a_deadline_for_the_whole_request():
+    import time
+
+    with ChatServer(always(UP), faults=["trickle"]) as server:  # 20 s of spaces, then JSON
+        agent = _agent(server, timeout=1.0, max_retries=0)
+        started = time.monotonic()
+        with pytest.raises(AgentError, match="Timeout"):
+            agent.act([AgentRequest("p")])
+        assert time.monotonic() - started < 5
+        agent.close()
+
+
+def test_top_k_is_sent_when_asked_for(tmp_path):
+    with ChatServer(always(UP)) as server:
+        assert _eval(server, tmp_path / "a", "--episodes", "1", "--top-k", "5",
+                     "--env-kwargs", '{"max_episode_steps": 1}') == 0
+        assert _eval(server, tmp_path / "b", "--episodes", "1",
+                     "--env-kwargs", '{"max_episode_steps": 1}') == 0
+    assert [r.get("top_k") for r in server.requests] == [5, None]
+    (path,) = (tmp_path / "a").glob("*.jsonl")
+    (settings,) = [r for r in read_records(path) if r["type"] == "settings"]
+    assert settings["agent"]["sampling"]["top_k"] == 5

@@ -7,9 +7,10 @@ from __future__ import annotations
 import csv
 import json
 
-import wrappers.agents.debate  # noqa: F401  (registers the debate agents)
+import wrappers.agents.debate  # registers the debate agents; its prompts are changed below
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import EvalConfig, evaluate, read_records
+from arlarena_baselines.evaluation.spending import total_spend
 from tests.chat_server import ChatServer, always
 from wrappers.agents import make_agent
 
@@ -27,6 +28,16 @@ def _eval(server: ChatServer, out, *extra: str, model: str = "test-model") -> in
 def _records(out, kind: str) -> list[dict]:
     (path,) = out.glob("*.jsonl")
     return [r for r in read_records(path) if r["type"] == kind]
+
+
+def _spent(out, run: int | None = None) -> list[dict]:
+    """What the spend records of the results in ``out`` add up to, per model (of run number
+    ``run`` alone: 0 the first, in the order the file has them)."""
+    spend = _records(out, "spend")
+    runs = list(dict.fromkeys(r["run"] for r in spend))
+    if run is not None:
+        spend = [r for r in spend if r["run"] == runs[run]]
+    return total_spend(spend)
 
 
 def _row(table: str, agent: str, group: str | None = "all") -> dict[str, str]:
@@ -89,7 +100,7 @@ def test_resume_refuses_other_settings_names_them_and_force_overrides(tmp_path, 
     assert sorted(e["settings"] for e in episodes) == sorted(
         [settings[0]["digest"]] * 2 + [settings[1]["digest"]] * 2)
     capsys.readouterr()
-    assert main(["report", str(path)]) == 0
+    assert main(["report", str(path), "--merge-settings"]) == 0
     assert "ran under 2 different settings" in capsys.readouterr().err
 
 
@@ -113,13 +124,13 @@ def test_a_budget_stop_exits_nonzero_and_a_resume_pays_for_nothing_twice(tmp_pat
         err = capsys.readouterr().err
         kept = _records(tmp_path, "episode")
         assert f"{4 - len(kept)} of 4 episodes are unfinished" in err
-        (spent,) = _records(tmp_path, "spend")
+        (spent,) = _spent(tmp_path)
         assert spent["attempts"] == spent["answered"] == len(server.requests) == 10
         assert _eval(server, tmp_path, *args, "--resume") == 0
     turns = _records(tmp_path, "turn")
     assert len(_records(tmp_path, "episode")) == 4
     assert len(server.requests) == len(turns)  # the 10 paid replies were not bought again
-    resumed = _records(tmp_path, "spend")[1]
+    (resumed,) = _spent(tmp_path, run=1)
     assert resumed["attempts"] == len(turns) - 10
     assert resumed["cache_hits"] == 10 - sum(e["turns"] for e in kept)
 
@@ -134,7 +145,7 @@ def test_every_attempt_and_failure_is_counted_in_the_results_and_the_report(tmp_
         evaluate(config, agent, tmp_path / "r.jsonl", progress=False)
         agent.close()
     records = list(read_records(tmp_path / "r.jsonl"))
-    (spent,) = [r for r in records if r["type"] == "spend"]
+    (spent,) = total_spend(records)
     turns = [r for r in records if r["type"] == "turn"]
     assert spent["attempts"] == len(server.requests) == len(turns) + len(faults)
     assert spent["answered"] == len(turns)
@@ -224,7 +235,7 @@ def test_a_debate_counts_spending_per_model(tmp_path):
                        "--base-url", server.base_url, "--episodes", "1", "--rounds", "1",
                        "--batch-size", "1", *SHORT, "--out", str(tmp_path), "--no-progress"])
         assert status == 0
-    spent = {r["model"]: r for r in _records(tmp_path, "spend")}
+    spent = {r["model"]: r for r in _spent(tmp_path)}
     assert set(spent) == {"alpha", "beta"}
     assert sum(s["attempts"] for s in spent.values()) == len(server.requests)
     for model, record in spent.items():
@@ -245,3 +256,75 @@ def test_a_resume_over_a_garbled_settings_record_is_refused_and_changes_nothing(
     capsys.readouterr()
     assert main([*args, "--resume"]) == 2
     assert "other settings" in capsys.readouterr().err and path.read_bytes() == before
+
+
+# ---------------------------------------------------------------- copies and settings
+def test_a_file_copied_into_itself_or_under_another_name_adds_nothing(tmp_path, capsys):
+    with ChatServer(always(UP)) as server:
+        assert _eval(server, tmp_path, *SHORT, "--episodes", "2") == 0
+    (path,) = tmp_path.glob("*.jsonl")
+    doubled, copy = tmp_path / "doubled.jsonl", tmp_path / "copy.jsonl"
+    doubled.write_text(path.read_text() * 2)  # cat F F > G
+    copy.write_text(path.read_text())
+    capsys.readouterr()
+    assert main(["report", str(path)]) == 0
+    once = capsys.readouterr().out
+    assert main(["report", str(doubled)]) == 0
+    out, err = capsys.readouterr()
+    assert _row(out, "openai:test-model") == _row(once, "openai:test-model")
+    assert "2 episode(s) it holds more than once" in err
+    assert main(["report", str(path), str(copy)]) == 0
+    out = capsys.readouterr().out
+    spent = _row(out.split("API spending")[1], "openai:test-model", group=None)
+    assert spent == _row(once.split("API spending")[1], "openai:test-model", group=None)
+    assert spent["attempts"] == str(len(server.requests))
+
+
+def test_a_report_gives_each_setting_its_own_rows_unless_merging_is_asked_for(tmp_path, capsys):
+    with ChatServer(always(UP)) as server:
+        for temperature in ("0.4", "1.0"):
+            assert _eval(server, tmp_path / temperature, *SHORT, "--episodes", "2",
+                         "--temperature", temperature) == 0
+    files = [str(next((tmp_path / t).glob("*.jsonl"))) for t in ("0.4", "1.0")]
+    capsys.readouterr()
+    assert main(["report", *files]) == 0
+    out = capsys.readouterr().out
+    for temperature in ("0.4", "1.0"):
+        row = _row(out, f"openai:test-model [agent.sampling.temperature={temperature}]")
+        assert row["episodes"] == "2"
+    assert "pass@2" not in out  # never across two settings
+    assert main(["report", *files, "--merge-settings"]) == 0
+    out, err = capsys.readouterr()
+    assert _row(out, "openai:test-model")["episodes"] == "4" and "pass@2" in out
+    assert "ran under 2 different settings" in err
+
+
+def test_a_report_with_no_finished_episode_still_shows_the_spending(tmp_path, capsys):
+    with ChatServer(always(UP)) as server:  # "up" never solves seed 0 in 2 moves
+        assert _eval(server, tmp_path, "--episodes", "1", "--max-requests", "2") == 3
+    (path,) = tmp_path.glob("*.jsonl")
+    capsys.readouterr()
+    assert main(["report", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "no finished episodes" in err
+    assert _row(out.split("API spending")[1], "openai:test-model", group=None)["attempts"] == "2"
+
+
+def test_the_debate_prompts_have_a_version_in_the_settings(tmp_path, capsys, monkeypatch):
+    models = {"alpha": always(UP)}
+    args = ["eval", "--agent", "debate", "--debaters", "alpha,alpha", "--episodes", "1",
+            "--rounds", "1", *SHORT, "--out", str(tmp_path), "--no-progress"]
+    with ChatServer(models=models) as server:
+        assert main([*args, "--base-url", server.base_url]) == 0
+        (settings,) = _records(tmp_path, "settings")
+        assert len(settings["agent"]["prompt_version"]) == 16
+        for turn in _records(tmp_path, "turn"):  # each debater's reply says how it ended
+            for proposal in turn["transcript"]["rounds"][0]:
+                assert (proposal["finish_reason"], proposal["served_model"]) == ("stop", "alpha")
+        monkeypatch.setattr(wrappers.agents.debate, "FOLLOW_UP",
+                            wrappers.agents.debate.FOLLOW_UP + " Be brief.")
+        sent = len(server.requests)
+        capsys.readouterr()
+        assert main([*args, "--base-url", server.base_url, "--resume", "--episodes", "2"]) == 2
+        assert "agent.prompt_version" in capsys.readouterr().err
+        assert len(server.requests) == sent

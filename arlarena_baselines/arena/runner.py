@@ -19,7 +19,6 @@ removed (``final/`` stays). A report folder's copy of a finished run (its small 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import multiprocessing
 import queue as queue_module
@@ -37,6 +36,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from arlarena_baselines.arena.plan import RunSpec
+from arlarena_baselines.evaluation.lock import FileBusy, held
 from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.rollout import make_env_pool
 from arlarena_baselines.trainer.checkpoint import (
@@ -80,24 +80,19 @@ FINAL_FILE = "final_episodes.jsonl.gz"
 LOCK_FILE = ".arena.lock"
 
 
-class ArenaBusyError(RuntimeError):
+class ArenaBusyError(FileBusy):
     """Another arena is running on the same folder."""
 
 
 @contextmanager
 def holding(root: str | Path) -> Iterator[None]:
-    """Hold ``root``'s arena lock: two arenas on one folder would train, resume and evaluate the
-    same runs at once and tear their files. The system drops the lock when its process ends,
-    so an arena that was killed leaves none behind."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / LOCK_FILE, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ArenaBusyError(f"{root} is in use by another arena (it holds {LOCK_FILE}): "
-                                 "wait for it to finish or stop it") from None
-        yield  # closing the file releases the lock
+    """Hold ``root``'s arena lock (:func:`~arlarena_baselines.evaluation.lock.held`): two
+    arenas on one folder would train, resume and evaluate the same runs at once and tear
+    their files."""
+    busy = (f"{root} is in use by another arena (it holds {LOCK_FILE}): wait for it to finish "
+            "or stop it")
+    with held(Path(root) / LOCK_FILE, busy, ArenaBusyError):
+        yield
 
 
 # Config fields that change how a run is executed or logged, not what it computes.

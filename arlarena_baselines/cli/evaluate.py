@@ -8,13 +8,13 @@ Every results file opens with the settings that produced it; ``--resume`` refuse
 settings (``--force`` to continue anyway). API agents keep every answered request in a response
 cache (in ``--out`` unless ``--cache-dir``), so a stopped run resumes without paying twice; a
 spent ``--max-requests`` budget exits with status 3 and says how many episodes are unfinished.
+This module only parses; :func:`~arlarena_baselines.evaluation.session.evaluate_agents` runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,11 +82,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--top-p", type=float, default=None, help="default: the env's (0.95; "
                    "Sokoban 1.0)")
     g.add_argument("--top-k", type=int, default=None, help="hf, vllm: default the env's "
-                   "(20; Sokoban none); 0 disables")
+                   "(20; Sokoban none); 0 disables. openai, debate: sent as top_k only when "
+                   "given (vLLM honours it; the OpenAI API has none)")
     g.add_argument("--chat-template-kwargs", default="{}", help="hf, vllm: JSON keyword "
                    "arguments of the chat template, e.g. '{\"enable_thinking\": false}' (Qwen3)")
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
-    g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request")
+    g.add_argument("--timeout", type=float, default=60.0, help="openai: seconds per request "
+                   "in all, the reply's body included")
     g.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
     g.add_argument("--continuation", choices=("chat", "completion"), default="chat",
                    help="openai, for an env that continues one response (math): the prompt as "
@@ -97,8 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(default: --model)")
     a = p.add_argument_group("API evaluation at scale (openai, debate)")
     a.add_argument("--cache-dir", default=None, help="keep every response in DIR/responses."
-                   "sqlite (default: in --out), keyed by endpoint, model, messages, sampling and "
-                   "sample index: a resume or rerun never pays twice for a request")
+                   "sqlite (default: in --out), keyed by endpoint, model, messages and sampling "
+                   "(above temperature 0 also by episode, turn and sample): a resume or rerun "
+                   "never pays twice for a request")
     a.add_argument("--max-requests", type=int, default=None, help="request budget of this "
                    "command (attempts, failed ones included): when it is spent the run stops "
                    "with exit status 3, results and answered requests kept")
@@ -137,7 +140,11 @@ def _load_prices(text: str | None) -> dict[str, Any] | None:
     return prices
 
 
-def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> dict[str, Any]:
+def _agent_options(
+    name: str, args: argparse.Namespace, shared: dict[str, Any], top_k_given: bool
+) -> dict[str, Any]:
+    """The options of agent ``name``; an API agent sends ``top_k`` only where ``--top-k`` is
+    given (the OpenAI API has none: the env's default is not sent)."""
     if name in ("hf", "vllm"):
         return {"model": args.model, "max_new_tokens": args.max_tokens,
                 "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
@@ -149,7 +156,8 @@ def _agent_options(name: str, args: argparse.Namespace, shared: dict[str, Any]) 
     options = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key,
                "max_tokens": args.max_tokens, "temperature": args.temperature,
                "top_p": args.top_p, "concurrency": args.concurrency, "timeout": args.timeout,
-               "max_retries": args.max_retries, "seed": args.api_seed, **shared}
+               "max_retries": args.max_retries, "seed": args.api_seed,
+               "top_k": args.top_k if top_k_given else None, **shared}
     if name == "openai":
         options.update(continuation=args.continuation, chat_template=args.chat_template)
     else:
@@ -202,30 +210,16 @@ def _tasks(args: argparse.Namespace) -> dict[str, Any]:
             "record": {"panel": record}}
 
 
-def _unfinished(config: Any, records: list[dict[str, Any]]) -> int:
-    """How many of the episodes ``config`` asks for have not finished (an error: unfinished)."""
-    finished = {r.get("episode_id") for r in records
-                if r.get("type") == "episode" and not r.get("error")}
-    return sum(start.id not in finished for start in config.starts())
-
-
-def _spend_records(path: Path) -> list[dict[str, Any]]:
-    from arlarena_baselines.evaluation.results import read_records
-
-    return [r for r in read_records(path) if r.get("type") == "spend"] if path.exists() else []
-
-
 def run(args: argparse.Namespace) -> int:
-    from arlarena_baselines.evaluation import EvalConfig, evaluate, format_table, summarize
-    from arlarena_baselines.evaluation.merge import load_results, mixed_settings
-    from arlarena_baselines.evaluation.results import read_records
-    from arlarena_baselines.evaluation.spending import describe_spend
-    from wrappers.agents import AgentError, BudgetExhausted, make_agent
+    from arlarena_baselines.evaluation import EvalConfig
+    from arlarena_baselines.evaluation.session import evaluate_agents
+    from wrappers.agents import make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
 
     if args.resume and args.overwrite:
         print("error: --resume and --overwrite exclude each other", file=sys.stderr)
         return 2
+    top_k_given = args.top_k is not None
     try:
         tasks = _tasks(args)
         _fill_sampling(args, tasks["env"])
@@ -239,80 +233,22 @@ def run(args: argparse.Namespace) -> int:
         format_penalty=args.format_penalty, check=args.format_check, notice=args.notice,
         batch_size=args.batch_size, env_workers=args.env_workers, **tasks,
     )
-    env_id = config.env
     names = [a.strip() for a in args.agent.split(",") if a.strip()]
+    agents = [(name, lambda shared, name=name: make_agent(
+        name, **_agent_options(name, args, {**shared, "prices": prices}, top_k_given)))
+        for name in names]
     cache = None
     if any(name in _API_AGENTS for name in names):
         cache = ResponseCache(args.cache_dir or Path(args.out) / ResponseCache.FILE_NAME)
-    shared = {"cache": cache, "budget": budget, "prices": prices}
-    paths = []
-    status = 0
     threads = None
     if "hf" in names:  # the only agent that decodes with torch in this process
         from arlarena_baselines.trainer.runs import TorchThreads
 
         threads = TorchThreads(args.threads)
     try:
-        for name in names:
-            try:
-                agent = make_agent(name, **_agent_options(name, args, shared))
-            except (ValueError, ModuleNotFoundError, OSError) as error:
-                print(missing_extra(error) or f"error: agent {name!r}: {error}", file=sys.stderr)
-                return 2
-            label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{env_id.split('/')[-1]}__{agent.name}")
-            path = Path(args.out) / f"{label}.jsonl"
-            if path.exists() and args.overwrite:
-                path.unlink()
-            if path.exists() and not args.resume:
-                print(f"error: {path} exists; pass --resume to continue it or --overwrite",
-                      file=sys.stderr)
-                agent.close()
-                return 2
-            spent_before = len(_spend_records(path))
-            budget_spent, stop = None, False
-            try:
-                evaluate(config, agent, path, resume=args.resume, force=args.force,
-                         progress=not args.no_progress)
-            except ValueError as error:  # other settings (SettingsMismatch), an agent's env
-                print(f"error: {error}", file=sys.stderr)
-                return 2
-            except BudgetExhausted as error:
-                budget_spent = error
-            except AgentError as error:
-                print(f"error: {agent.name} stopped the run: {error}\nfinished episodes are "
-                      f"kept in {path}; rerun with --resume", file=sys.stderr)
-                status, stop = 1, True
-            finally:
-                agent.close()
-            paths.append(path)
-            for spent in _spend_records(path)[spent_before:]:
-                print(f"{agent.name}: {describe_spend(spent)}", file=sys.stderr)
-            records = list(read_records(path)) if path.exists() else []
-            if budget_spent is not None:
-                unfinished = _unfinished(config, records)
-                print(f"stopped: {budget_spent}; {unfinished} of "
-                      f"{config.episodes * config.samples} episodes are unfinished (the finished "
-                      f"ones are kept in {path}, every answered request in {cache.path}); rerun "
-                      "with --resume (and a new --max-requests) to finish them without paying "
-                      "twice", file=sys.stderr)
-                status = 3
-                break
-            failed = sum(1 for r in records if r.get("type") == "episode" and r.get("error"))
-            if failed:
-                print(f"{failed} episode(s) of {agent.name} ended with an error (see their "
-                      f"'error' field in {path}); rerun with --resume to retry them",
-                      file=sys.stderr)
-                status = 1
-            if stop:
-                break
+        return evaluate_agents(config, agents, args.out, cache=cache, budget=budget,
+                               resume=args.resume, overwrite=args.overwrite, force=args.force,
+                               progress=not args.no_progress, explain=missing_extra)
     finally:
-        if cache is not None:
-            cache.close()
         if threads is not None:
             threads.restore()
-    records, warnings = load_results([str(p) for p in paths if p.exists()])
-    for warning in warnings + mixed_settings(records):
-        print(f"warning: {warning}", file=sys.stderr)
-    print(format_table(summarize(records)))
-    print("results: " + ", ".join(str(p) for p in paths))
-    return status

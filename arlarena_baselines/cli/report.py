@@ -10,10 +10,13 @@ the agent name recorded in it.
 env come from different task panels, or from one panel whose tasks hashed differently (its
 generator changed), it names them and stops, unless ``--mixed-panels`` is given.
 
-Each episode counts once (:mod:`~arlarena_baselines.evaluation.merge`): a file given twice, or a
-rerun of the same settings in another folder, is dropped with a warning. A row that mixes
-settings, or whose cost is partial (results with and without prices), gets a warning too. What
-API agents spent (attempts, failures by kind, billed tokens, cost) follows the table.
+Each episode counts once (:mod:`~arlarena_baselines.evaluation.merge`): a file given twice, a
+copy of one, or a rerun of the same settings in another folder, is dropped with a warning. An
+agent's results under different settings (temperature, endpoint, ...) get a row per setting,
+named after what differs, unless ``--merge-settings``; then a row that mixes settings gets a
+warning. A row whose cost is partial (results with and without prices, replies without token
+counts) gets a warning too. What API agents spent (attempts, failures by kind, billed tokens,
+cost) follows the table, and is shown even when no episode finished.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(success / score)")
     p.add_argument("--mixed-panels", action="store_true", help="with --compare: put results "
                    "on different task panels (or panel hashes) of one env in one table anyway")
+    p.add_argument("--merge-settings", action="store_true", help="put an agent's results "
+                   "under different settings (temperature, endpoint, ...) in one row (default: "
+                   "a row per setting, named after the settings that differ)")
     p.add_argument("--csv", default=None, metavar="PATH", help="also write the rows as CSV")
     p.set_defaults(func=run)
 
@@ -50,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         summarize,
         write_csv,
     )
-    from arlarena_baselines.evaluation.merge import load_results, mixed_settings
+    from arlarena_baselines.evaluation.merge import load_results, mixed_settings, per_setting
     from arlarena_baselines.evaluation.report import format_spend
     from arlarena_baselines.evaluation.spending import total_spend
 
@@ -59,14 +65,25 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.merge_settings:
+        warnings += mixed_settings(records)
+    else:
+        records = per_setting(records)
     rows = summarize(records)
-    warnings += mixed_settings(records)
     warnings += [f"the cost of {r.agent} on {r.env} is partial: some of its episodes ran "
-                 "without a price" for r in rows if r.cost_partial and r.group == "all"]
+                 "without a price, or some replies came without token counts"
+                 for r in rows if r.cost_partial and r.group == "all"]
+    warnings += [f"{r.no_usage} replies of {r.agent} on {r.env} came without token counts: "
+                 "their tokens and cost are missing"
+                 for r in rows if r.no_usage and r.group == "all"]
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    spent = total_spend(records)
     if not rows:
         print("no finished episodes in the given files", file=sys.stderr)
+        if spent:
+            print("API spending (every run, failed attempts included):\n\n"
+                  + format_spend(spent))
         return 1
     sets = task_sets(records)
     conflicts = [line for line, count in sets if count > 1] if args.compare else []
@@ -77,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(format_comparison(rows) if args.compare else format_table(rows))
     print("\n".join(f"tasks of {line}" for line, _ in sets))
-    spent = total_spend(records)
     if spent:
         print("\nAPI spending (every run, failed attempts included):\n\n" + format_spend(spent))
     if args.csv:

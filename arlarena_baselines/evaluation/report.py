@@ -8,7 +8,10 @@ spent) and :func:`write_csv`.
 Episodes that ended with an ``error`` count as failures in ``success`` (the ``errors`` column
 says how many), so an unreliable endpoint never makes an agent look better than it is;
 ``success (finished)`` is the rate over the episodes that ended without one. A row whose
-episodes are priced only in part shows its cost as ``partial``, never as a smaller sum.
+episodes are priced only in part, or whose replies came in part without token counts, shows its
+cost as ``partial``, never as a smaller sum. Replies that did not stop by themselves (the
+server's ``finish_reason``: ``length``, cut at the token limit; ``content_filter``) are counted
+in a ``cut replies`` column where any row has one.
 """
 
 from __future__ import annotations
@@ -62,7 +65,12 @@ class Summary:
     cost: float | None = None
     """Total cost in USD (``None``: no price known)."""
     cost_partial: bool = False
-    """Some episodes that used tokens have no cost (results with and without prices)."""
+    """Some episodes that used tokens have no cost (results with and without prices, or
+    replies without token counts)."""
+    no_usage: int = 0
+    """Replies that came without token counts (their tokens are not in ``tokens``)."""
+    cut: dict[str, int] = field(default_factory=dict)
+    """Replies by ``finish_reason`` other than ``stop`` (e.g. ``length``)."""
     pass_at: dict[int, float] = field(default_factory=dict)
 
 
@@ -88,10 +96,16 @@ def _row(agent: str, env: str, group: str, episodes: Sequence[dict[str, Any]]) -
     if usages:
         row.tokens = sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
                          for u in usages) / n
+    row.no_usage = int(sum(u.get("no_usage", 0) for u in usages))
     priced = [u["cost"] for u in usages if "cost" in u]
     if priced:
         row.cost = sum(priced)
-        row.cost_partial = len(priced) < len(usages)
+        row.cost_partial = len(priced) < len(usages) or row.no_usage > 0
+    for e in episodes:
+        reasons = e.get("finish_reasons")
+        for reason, n in (reasons.items() if isinstance(reasons, dict) else ()):
+            if reason != "stop" and isinstance(n, int):
+                row.cut[str(reason)] = row.cut.get(str(reason), 0) + n
     by_task: dict[Any, list[bool]] = defaultdict(list)
     for e in episodes:
         by_task[e["seed"]].append(bool(e["won"]))
@@ -158,14 +172,17 @@ def format_table(rows: Sequence[Summary]) -> str:
 
     ``success`` counts episodes that ended with an error as failures; ``errors`` counts them
     and ``success (finished)`` leaves them out. Usage columns (tokens per episode, cost)
-    appear when any row has them, then pass@k columns when any row has them.
+    appear when any row has them, ``cut replies`` (by finish reason) when any row has one,
+    then pass@k columns when any row has them.
     """
     ks = sorted({k for r in rows for k in r.pass_at})
     tokens = any(r.tokens is not None for r in rows)
     cost = any(r.cost is not None for r in rows)
+    cut = any(r.cut for r in rows)
     head = ["agent", "env", "group", "episodes", "success", "score", "valid format", "turns",
             "errors", "success (finished)"]
-    head += ["tokens/ep"] * tokens + ["cost $"] * cost + [f"pass@{k}" for k in ks]
+    head += (["tokens/ep"] * tokens + ["cost $"] * cost + ["cut replies"] * cut
+             + [f"pass@{k}" for k in ks])
     body = []
     for r in rows:
         cells = [r.agent, r.env, r.group, str(r.episodes), f"{r.success:.1%}", f"{r.score:.3f}",
@@ -173,6 +190,7 @@ def format_table(rows: Sequence[Summary]) -> str:
                  _rate(r.finished_success, ".1%")]
         cells += [f"{r.tokens:.0f}" if r.tokens is not None else ""] * tokens
         cells += [_cost(r, ".4f")] * cost
+        cells += [", ".join(f"{reason} {n}" for reason, n in sorted(r.cut.items()))] * cut
         cells += [f"{r.pass_at[k]:.1%}" if k in r.pass_at else "" for k in ks]
         body.append(cells)
     return _markdown(head, body)

@@ -3,7 +3,10 @@
 Every turn is one ``{"type": "turn", ...}`` line and every finished episode one
 ``{"type": "episode", ...}`` line, flushed at once; a ``settings`` record says what produced them
 (:mod:`.settings`) and ``spend`` records what API agents spent (:mod:`.spending`).
-:func:`prepare_resume` keeps exactly those and the lines of finished episodes (a torn last line
+
+The resume rule lives here alone: an episode is finished when its ``episode`` record has no
+``error`` (:func:`finished_ids`); a resume plays every other one again (:func:`still_to_play`).
+:func:`prepare_resume` keeps the run records and the lines of finished episodes (a torn last line
 from a killed run is dropped), so a resumed run redoes only the episodes that were in flight or
 ended with an ``error``, and never duplicates one.
 
@@ -18,14 +21,26 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from arlarena_envs.base import repair_surrogates
 
-__all__ = ["ResultsWriter", "append_records", "prepare_resume", "read_records", "split_label"]
+if TYPE_CHECKING:
+    from arlarena_baselines.rollout.episodes import Start
+
+__all__ = [
+    "ResultsWriter",
+    "append_records",
+    "finished_ids",
+    "prepare_resume",
+    "read_records",
+    "split_label",
+    "still_to_play",
+]
 
 RUN_RECORDS = ("settings", "spend")
 """Record types that describe a run, not an episode: a resume keeps them all."""
@@ -65,6 +80,24 @@ def split_label(spec: str) -> tuple[str | None, Path]:
     return label, Path(path)
 
 
+def finished_ids(records: Iterable[dict[str, Any]]) -> set[str]:
+    """The ids of the episodes that ``records`` finish: an ``episode`` record without an
+    ``error`` (one that ended with an error is run again).
+
+    >>> sorted(finished_ids([{"type": "episode", "episode_id": "a", "error": None},
+    ...                      {"type": "episode", "episode_id": "b", "error": "500"}]))
+    ['a']
+    """
+    return {r["episode_id"] for r in records
+            if r.get("type") == "episode" and not r.get("error") and "episode_id" in r}
+
+
+def still_to_play(starts: Sequence[Start], done: set[str]) -> list[Start]:
+    """The episodes of ``starts`` that a resume plays: those whose id is not in ``done``
+    (:func:`finished_ids`)."""
+    return [start for start in starts if start.id not in done]
+
+
 def prepare_resume(path: str | Path) -> set[str]:
     """Drop the lines of unfinished or failed episodes from ``path`` (run records stay);
     return the finished ids.
@@ -78,12 +111,14 @@ def prepare_resume(path: str | Path) -> set[str]:
     if not path.exists():
         return set()
     records = list(read_records(path))
-    done = {r["episode_id"] for r in records if r.get("type") == "episode" and not r.get("error")}
+    done = finished_ids(records)
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         for record in records:
             if record.get("episode_id") in done or record.get("type") in RUN_RECORDS:
                 handle.write(_line(record))
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)
     return done
 
@@ -97,23 +132,28 @@ def append_records(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
 
 
 class ResultsWriter:
-    """Appends records to a JSONL file, one flushed line each."""
+    """Appends records to a JSONL file, one flushed line each (safe for threads: an API
+    agent's workers write what they spend as it happens)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle: IO[str] = open(self.path, "a", encoding="utf-8")
+        self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        self._handle.write(_line(record))
-        self._handle.flush()
+        line = _line(record)
+        with self._lock:
+            self._handle.write(line)
+            self._handle.flush()
 
     def write_all(self, records: Iterable[dict[str, Any]]) -> None:
         for record in records:
             self.write(record)
 
     def close(self) -> None:
-        self._handle.close()
+        with self._lock:
+            self._handle.close()
 
     def __enter__(self) -> ResultsWriter:
         return self

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SettingsMismatch",
     "changed_settings",
+    "flat_settings",
     "open_results",
     "run_settings",
     "settings_record",
@@ -100,6 +101,15 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def flat_settings(record: dict[str, Any]) -> dict[str, Any]:
+    """A settings record as ``{dotted.name: value}`` (its type and digest left out).
+
+    >>> flat_settings({"type": "settings", "digest": "a", "agent": {"seed": 1}})
+    {'agent.seed': 1}
+    """
+    return _flat({k: v for k, v in record.items() if k not in ("type", "digest")})
+
+
 def changed_settings(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """One line per setting that differs between two settings records.
 
@@ -107,8 +117,7 @@ def changed_settings(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     ...                  {"type": "settings", "digest": "b", "prompt": {"history_length": 0}})
     ['prompt.history_length: 2 -> 0']
     """
-    before, after = (_flat({k: v for k, v in r.items() if k not in ("type", "digest")})
-                     for r in (old, new))
+    before, after = flat_settings(old), flat_settings(new)
     return [f"{key}: {json.dumps(before.get(key, '(unset)'))} -> "
             f"{json.dumps(after.get(key, '(unset)'))}"
             for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]

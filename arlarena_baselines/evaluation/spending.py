@@ -1,10 +1,13 @@
 """What API agents spent, kept in the results: every attempt, failure and billed token.
 
-At the end of every run (a stopped or resumed one too) the runner appends one
-``{"type": "spend", ...}`` record per model and endpoint of the agent
-(:meth:`~wrappers.agents.base.Agent.spending`): attempts sent, failures by kind, replies answered
-by the server and from the cache, tokens, estimated billed tokens and cost. Episode records hold
-what each episode used; these hold what was paid, failed attempts included.
+As a run spends, the runner appends ``{"type": "spend", ...}`` records of each change
+(:meth:`~wrappers.agents.base.Agent.record_spending`): an attempt the moment before it is sent,
+then its failure by kind or its answer (tokens, estimated billed tokens, cost), and each reply
+from the cache; so a run stopped any way, killed included, has every attempt it sent on record.
+Each record names its agent, model, endpoint and settings, and carries its run's id and its
+number in the run (``run``, ``seq``), so a copied file adds nothing to a report. Episode records
+hold what each episode used; these hold what was paid, failed attempts included. Answers that
+reported no token counts are counted as ``no_usage``.
 
 Holds :func:`spend_records`, :func:`total_spend` (summed per agent, model and endpoint),
 :func:`describe_spend` (one line); :func:`~.report.format_spend` makes the table.
@@ -30,16 +33,18 @@ def spend_records(agent: Agent, settings: str) -> list[dict[str, Any]]:
 
 
 def _counts(value: Any) -> dict[str, float]:
-    """The numeric fields of ``value`` (a hand-edited record may hold anything)."""
+    """The numeric fields of ``value`` but its number in the run (a hand-edited record may
+    hold anything)."""
     if not isinstance(value, dict):
         return {}
     return {k: v for k, v in value.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seq"}
 
 
 def total_spend(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The spend records of ``records`` summed per agent, model and endpoint. ``cost`` is
-    kept when every record summed has one, else it is ``"partial"``."""
+    kept when every record summed has one and every answer had token counts, else it is
+    ``"partial"``."""
     totals: dict[tuple[str, ...], dict[str, Any]] = {}
     for record in records:
         if record.get("type") != "spend":
@@ -54,7 +59,7 @@ def total_spend(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         add_usage(total, counts)
     for total in totals.values():
         runs, priced = total.pop("runs"), total.pop("priced")
-        if 0 < priced < runs:
+        if 0 < priced < runs or (priced and total.get("no_usage")):
             total["cost"] = "partial"
     return list(totals.values())
 
@@ -79,6 +84,9 @@ def describe_spend(total: dict[str, Any]) -> str:
             f"{total.get('answered', 0):.0f} answered by the server, "
             f"{total.get('cache_hits', 0):.0f} from the cache, "
             f"~{total.get('est_billed_tokens', 0):.0f} tokens billed")
+    if total.get("no_usage"):
+        text += (f", {total['no_usage']:.0f} answered without token counts (their tokens are "
+                 "estimated and their cost unknown)")
     if total.get("cost") is not None:
         text += f", cost ${spend_cost(total)}"
     return text

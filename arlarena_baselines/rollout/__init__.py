@@ -22,7 +22,7 @@ from typing import Any
 _HOMES = {
     "episodes": ("AgentResponder", "Consumer", "Episode", "Reply", "Responder", "Start", "Task",
                  "Turn", "play"),
-    "collector": ("ModelResponder", "StepSamples", "call_seed", "collect"),
+    "collector": ("ModelResponder", "StepSamples", "call_seed", "collect", "group_starts"),
     "envs": ("EnvFactory", "EnvPool", "InProcessEnvPool", "ProcessEnvPool"),
     "pools": ("make_env_pool",),
     "forward": ("PackedBatch", "pack_pairs", "response_log_probs", "right_aligned",

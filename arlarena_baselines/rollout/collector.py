@@ -31,7 +31,7 @@ from arlarena_baselines.rollout.samples import Rollout, StepSample
 from wrappers.agents.base import AgentRequest, stream_seed
 from wrappers.agents.chat import ChatFormat
 
-__all__ = ["ModelResponder", "StepSamples", "call_seed", "collect"]
+__all__ = ["ModelResponder", "StepSamples", "call_seed", "collect", "group_starts"]
 
 
 class ModelResponder:
@@ -112,6 +112,12 @@ class StepSamples:
         self.rollout.episodes.append(episode)
 
 
+def group_starts(tasks: Sequence[Task], group_size: int) -> list[Start]:
+    """The episodes of ``tasks``: ``group_size`` each, rollout ``k`` of a task named
+    ``group_id/k``."""
+    return [Start(task, k, f"{task.group_id}/{k}") for task in tasks for k in range(group_size)]
+
+
 def collect(
     pool: EnvPool,
     responder: Responder,
@@ -129,14 +135,15 @@ def collect(
     """Roll out ``group_size`` episodes per task; return every turn as a step sample.
 
     Episodes run in waves of ``pool.num_envs`` (:func:`~.episodes.play`); rollout ``k`` of a
-    task is the episode ``group_id/k``. Each sample's ``episode_score`` is its trajectory's
-    return (the sum of its rewards, format penalties included). ``scorer`` (e.g. the policy's
-    :func:`~.forward.score_samples`) then fills the old log-probs and entropies, where the
-    responder's sampler did not. ``also``: more consumers (e.g. a results file).
+    task is the episode ``group_id/k`` (:func:`group_starts`). Each sample's ``episode_score``
+    is its trajectory's return (the sum of its rewards, format penalties included).
+    ``scorer`` (e.g. the policy's :func:`~.forward.score_samples`) then fills the old log-probs
+    and entropies, where the responder's sampler did not. ``also``: more consumers (e.g. a
+    results file).
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
-    starts = [Start(task, k, f"{task.group_id}/{k}") for task in tasks for k in range(group_size)]
+    starts = group_starts(tasks, group_size)
     samples = StepSamples()
     with tqdm(total=len(starts), desc=desc, unit="ep", leave=False, disable=not progress) as bar:
         play(pool, responder, starts, [samples, *also], seed=seed, max_turns=max_turns,

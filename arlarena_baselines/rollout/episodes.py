@@ -53,7 +53,7 @@ class Reply:
     """A response text with its token ids (empty for agents that produce text only);
     ``prefill``: the opening of ``text`` that the chat template wrote into the prompt;
     ``log_probs``, ``entropies``: each response token's, from the sampler (empty unless the
-    responder scores its samples); ``usage``, ``transcript``, ``error``: as in an
+    responder scores its samples); ``usage``, ``transcript``, ``error``, ``facts``: as in an
     :class:`~wrappers.agents.base.AgentReply`."""
 
     text: str
@@ -65,6 +65,7 @@ class Reply:
     usage: dict[str, float] = field(default_factory=dict)
     transcript: Any = None
     error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class Responder(Protocol):
@@ -82,7 +83,8 @@ class AgentResponder:
         self.agent = agent
 
     def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
-        return [Reply(r.text, usage=r.usage, transcript=r.transcript, error=r.error)
+        return [Reply(r.text, usage=r.usage, transcript=r.transcript, error=r.error,
+                      facts=r.facts)
                 for r in self.agent.respond(requests)]
 
 

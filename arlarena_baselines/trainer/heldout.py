@@ -22,7 +22,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from arlarena_baselines.evaluation import ResultsLog
-from arlarena_baselines.rollout import EnvPool, Rollout, SamplingParams, Task, collect
+from arlarena_baselines.evaluation.results import still_to_play
+from arlarena_baselines.rollout import (
+    EnvPool,
+    Rollout,
+    SamplingParams,
+    Task,
+    collect,
+    group_starts,
+)
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.envs import eval_config
 from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
@@ -63,7 +71,7 @@ def heldout_rollout(
                      "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
             logs.append(stack.enter_context(
                 ResultsLog(results, run, label, agent, resume=resume)))
-            tasks = [t for t in tasks if f"{t.group_id}/0" not in logs[0].done]
+            tasks = [s.task for s in still_to_play(group_starts(tasks, 1), logs[0].done)]
         return collect(
             pool,
             policy.responder(sampling),

@@ -78,12 +78,15 @@ class AgentReply:
             turn record.
         error: why no response could be had for this request; the runner ends that episode
             with this error and goes on with the others.
+        facts: what the server said of the reply (``finish_reason``, ``served_model``,
+            ``system_fingerprint``, ``reasoning``), kept in the turn record.
     """
 
     text: str
     usage: dict[str, float] = field(default_factory=dict)
     transcript: Any = None
     error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 def add_usage(total: dict[str, float], usage: dict[str, float]) -> dict[str, float]:
@@ -144,6 +147,15 @@ class Agent(ABC):
         and endpoint (:meth:`~wrappers.agents.openai_chat.ChatEndpoint.spent`), reset on
         read. Default: nothing."""
         return []
+
+    def record_spending(self, journal: Callable[[dict[str, Any]], None] | None) -> None:
+        """Give every change of what this agent spends to ``journal`` as it happens (one dict
+        per change, as :meth:`spending` counts them), instead of keeping it for
+        :meth:`spending`; ``None`` keeps it again. Default: an agent that spends nothing."""
+
+    def stop(self) -> None:
+        """Send no new request and wait for those in flight (an interrupted run: their
+        replies are kept). Default: nothing is in flight."""
 
     def close(self) -> None:
         """Release resources (threads, HTTP clients, model memory)."""

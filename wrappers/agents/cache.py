@@ -1,7 +1,8 @@
 """What makes API evaluations cheap to repeat: a response cache on disk and a request budget.
 
-Holds :class:`ResponseCache` (SQLite, keyed by model, messages, sampling and the rollout's
-sample index, so a rerun costs nothing while the samples of one task still differ),
+Holds :class:`ResponseCache` (SQLite; :class:`~wrappers.agents.openai_chat.ChatEndpoint` keys
+it by endpoint, model, messages and sampling, and above temperature 0 by the episode, turn and
+sample too, so a rerun costs nothing while repeated prompts are still sampled afresh),
 :func:`cache_key`, and :class:`RequestBudget` (a cap on requests sent, shared by every agent
 and debater of a run).
 """
@@ -35,8 +36,9 @@ def cache_key(**parts: Any) -> str:
 class ResponseCache:
     """Responses by key in one SQLite file; safe for threads and for concurrent processes.
 
-    Every ``put`` is committed at once (a killed run keeps what it paid for). ``path`` may be a
-    directory (the file is ``responses.sqlite`` inside) or a file path.
+    Every ``put`` is committed and synced at once (a killed run, or a power cut, keeps what it
+    paid for). ``path`` may be a directory (the file is ``responses.sqlite`` inside) or a file
+    path.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -60,6 +62,7 @@ class ResponseCache:
         self._db = sqlite3.connect(path, timeout=60, check_same_thread=False,
                                    isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # each put is on disk when it returns
         self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, value TEXT)")
 
     def get(self, key: str) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ from wrappers.agents.base import (
     add_usage,
     register_agent,
 )
-from wrappers.agents.cache import RequestBudget, ResponseCache
+from wrappers.agents.cache import RequestBudget, ResponseCache, cache_key
 from wrappers.agents.openai_chat import (
     ChatEndpoint,
     gather,
@@ -51,9 +51,10 @@ __all__ = [
     "Participant",
     "load_debate_config",
     "parse_participants",
+    "prompt_version",
 ]
 
-_SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "seed"}
+_SAMPLING_KEYS = {"max_tokens", "temperature", "top_p", "top_k", "seed"}
 _TAG = re.compile(r"</?\s*(?:think|action)\s*>", re.I)
 _REASONS_CHARS = 600
 
@@ -88,6 +89,14 @@ JUDGE_REQUEST = (
 )
 
 
+def prompt_version() -> str:
+    """A digest of the debate's prompt texts: the settings record keeps it, so a resume after
+    they change is refused like one after a template change."""
+    texts = [DEBATE_SYSTEM, AGGRESSIVE_CONSTRAINTS, FOLLOW_UP, AGGRESSIVE_REMINDER, JUDGE_SYSTEM,
+             JUDGE_REQUEST]
+    return cache_key(prompts=texts)[:16]
+
+
 @dataclass(frozen=True)
 class Participant:
     """One debater or judge: a model at an endpoint, with its own sampling if wanted.
@@ -97,7 +106,7 @@ class Participant:
         base_url: the endpoint (``None``: the agent's ``base_url``).
         api_key_env: name of the environment variable holding its key (keys never go on the
             command line); ``None``: the agent's key.
-        sampling: overrides of ``max_tokens``, ``temperature``, ``top_p``, ``seed``.
+        sampling: overrides of ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``.
     """
 
     model: str
@@ -175,11 +184,14 @@ class _Proposal:
     think: str | None
     usage: dict[str, float]
     error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
+        """The proposal as the transcript keeps it, with what the server said of its reply
+        (finish reason, served model)."""
         return {"agent": self.agent, "model": self.model, "response": self.response,
                 "action": self.action, "format_ok": self.format_ok, "usage": self.usage,
-                "error": self.error}
+                "error": self.error, **self.facts}
 
 
 @dataclass
@@ -208,7 +220,7 @@ class _Debate:
             lowercase=self.lowercase,
         )
         return _Proposal(agent, model, reply.text, parsed.action or None, parsed.format_ok,
-                         parsed.think, reply.usage, reply.error)
+                         parsed.think, reply.usage, reply.error, reply.facts)
 
     def add(self, agent: int, model: str, reply: AgentReply) -> _Proposal:
         """Read a debater's reply into the current round."""
@@ -283,6 +295,7 @@ class DebateAgent(Agent):
         max_tokens: int = 512,
         temperature: float = 0.6,
         top_p: float = 0.95,
+        top_k: int | None = None,
         timeout: float = 60.0,
         max_retries: int = 5,
         concurrency: int = 8,
@@ -323,7 +336,7 @@ class DebateAgent(Agent):
             model_price(p.model, prices)  # a missing or malformed price fails before any request
         self.cache, self._owns_cache = open_cache(cache)
         defaults = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p,
-                    "seed": seed}
+                    "top_k": top_k, "seed": seed}
 
         def endpoint(p: Participant) -> ChatEndpoint:
             return ChatEndpoint(
@@ -469,7 +482,7 @@ class DebateAgent(Agent):
 
     def settings(self) -> dict[str, Any]:
         return {"name": self.name, "aggressive": self.aggressive, "rounds": self.rounds,
-                "decision": self.decision,
+                "decision": self.decision, "prompt_version": prompt_version(),
                 "debaters": [endpoint.settings() for endpoint in self.endpoints],
                 "judge": self.judge_endpoint.settings() if self.judge_endpoint else None}
 
@@ -483,6 +496,15 @@ class DebateAgent(Agent):
             add_usage(total["failures"], spent.pop("failures"))
             add_usage(total, spent)
         return list(merged.values())
+
+    def record_spending(self, journal: Callable[[dict[str, Any]], None] | None) -> None:
+        for endpoint in self._all_endpoints:
+            endpoint.journal = journal
+
+    def stop(self) -> None:
+        for endpoint in self._all_endpoints:
+            endpoint.halt()
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -15,28 +15,33 @@ Failures are sorted by what they mean for a run:
 - one request went wrong (a 5xx after every retry, malformed JSON, no choices, another 4xx):
   the reply carries an ``error`` and the runner ends that episode only.
 
-Retries back off exponentially and honour ``Retry-After``. A reply's lone surrogates (JSON can
-carry ``\\ud800``; UTF-8 cannot encode it) become U+FFFD as it arrives
-(:func:`~arlarena_envs.base.repair_surrogates`), so it can be cached, sent back in a debate and
-written; the rest of the text is kept as the model wrote it.
+Retries back off exponentially and honour ``Retry-After`` (a value that is not 0 to 60 seconds
+falls back to the backoff). A reply whose body is not UTF-8 or JSON is a ``bad_reply`` like any
+other unusable 200; one without token counts is kept and counted as ``no_usage``. A reply's
+lone surrogates (JSON can carry ``\\ud800``; UTF-8 cannot encode it) become U+FFFD as it
+arrives (:func:`~arlarena_envs.base.repair_surrogates`), so it can be cached, sent back in a
+debate and written; the rest of the text is kept as the model wrote it.
 """
 
 from __future__ import annotations
 
 import base64
 import difflib
+import importlib
 import io
 import json
+import math
 import os
 import random
+import re
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -46,6 +51,7 @@ from wrappers.agents.base import (
     AgentError,
     AgentReply,
     AgentRequest,
+    add_usage,
     register_agent,
     stream_seed,
 )
@@ -55,12 +61,16 @@ from wrappers.agents.continuation import continuation_of
 __all__ = [
     "CONTINUATIONS",
     "ChatEndpoint",
+    "Halted",
     "OpenAIChatAgent",
     "endpoint_id",
     "gather",
     "model_price",
     "open_cache",
+    "redact",
+    "redact_url",
     "request_messages",
+    "url_secrets",
 ]
 
 T = TypeVar("T")
@@ -141,8 +151,94 @@ def endpoint_id(url: Any) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path.rstrip('/')}"
 
 
+def redact_url(url: Any) -> str:
+    """``url`` with its user info and every query value replaced by ``***``: what may be
+    written of it (a key can sit in either).
+
+    >>> redact_url("https://user:sk-secret@api.example.com/v1?key=sk-2&v=1")
+    'https://***@api.example.com/v1?key=***&v=***'
+    """
+    parts = urlsplit(str(url))
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    query = "&".join(f"{name}=***" for name, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def url_secrets(url: Any) -> list[str]:
+    """The parts of ``url`` that may be a key (its user name and password, its query values)
+    and are long enough (8 characters) to be told apart from other text.
+
+    >>> url_secrets("https://user:sk-secret@api.example.com/v1?key=sk-second&v=1")
+    ['sk-secret', 'sk-second']
+    """
+    parts = urlsplit(str(url or ""))
+    found = [parts.username, parts.password]
+    found += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    return [unquote(secret) for secret in found if secret and len(secret) >= 8]
+
+
+def redact(text: str, url: Any) -> str:
+    """``text`` with ``url`` (:func:`redact_url`) and each of its secrets (:func:`url_secrets`,
+    also URL-quoted) replaced, so that no key in ``url`` is written with it.
+
+    >>> redact("http://u:sk-123456@host/v1 failed: sk-123456", "http://u:sk-123456@host/v1")
+    'http://***@host/v1 failed: ***'
+    """
+    if not url:
+        return text
+    text = text.replace(str(url), redact_url(url))
+    for secret in sorted(url_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***").replace(quote(secret, safe=""), "***")
+    return text
+
+
 _MAYBE_BILLED = ("timeout", "bad_reply")
 """Failed attempts a provider may still bill: a timeout, and a 200 whose body is unusable."""
+
+_COMPLETION_TOKENS_MODELS = re.compile(r"^(o\d|gpt-5)", re.I)
+"""Models that take ``max_completion_tokens`` and refuse ``max_tokens`` (OpenAI's o-series
+and GPT-5); any other model switches to it on a 400 that names it."""
+
+
+def _deadline_client(timeout: float) -> Any:
+    """The ``openai`` client's HTTP client, with ``timeout`` seconds for each request in all,
+    its reply's body included: the HTTP library bounds each read alone, so a reply that
+    trickles would run on. (The library is the one the installed ``openai`` uses: ``httpx``,
+    or ``httpx2`` in later versions.)"""
+    import openai
+
+    http = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+    ends: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    class DeadlineStream(http.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, stream: Any, end: float, request: Any) -> None:
+            self.stream, self.end, self.request = stream, end, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.stream:
+                if time.monotonic() > self.end:
+                    raise http.ReadTimeout("the reply did not arrive within the request's "
+                                           "timeout", request=self.request)
+                yield chunk
+
+        def close(self) -> None:
+            self.stream.close()
+
+    def start(request: Any) -> None:
+        ends[request] = time.monotonic() + timeout
+
+    def bound(response: Any) -> None:
+        end = ends.get(response.request)
+        if end is not None:
+            response.stream = DeadlineStream(response.stream, end, response.request)
+
+    return openai.DefaultHttpxClient(timeout=timeout,
+                                     event_hooks={"request": [start], "response": [bound]})
+
+
+class Halted(AgentError):
+    """The run is stopping: this request was not sent."""
 
 
 class ChatEndpoint:
@@ -150,22 +246,33 @@ class ChatEndpoint:
 
     :meth:`complete` returns an :class:`AgentReply` whose ``usage`` holds the tokens of that
     completion and its ``cost`` (when ``price`` is known), the same whether it came from the
-    server or from the cache, so results do not depend on what was cached. :meth:`spent` counts
-    what this process actually spent: every attempt sent, the failed ones by kind
+    server or from the cache, so results do not depend on what was cached, and whose ``facts``
+    say what the server said of it (:func:`_parse_reply`). :meth:`spent` counts what this
+    process actually spent: every attempt sent, the failed ones by kind
     (:func:`_failure_kind`), the replies answered and those from the cache, tokens, the tokens
-    the provider may have billed, and the cost.
+    the provider may have billed, and the cost. With a :attr:`journal`, each of those counts
+    goes to it the moment it changes instead (an attempt before it is sent), so a killed run
+    loses none.
+
+    A reply is cached the moment it has arrived and been read, before anything else is done
+    with it. :meth:`halt` makes every later attempt (a retry waiting included) give up at once
+    with :class:`Halted`: what is in flight still arrives and is cached.
 
     Args:
         model: model name.
-        base_url: endpoint (default ``$OPENAI_BASE_URL``, else OpenAI's).
+        base_url: endpoint (default ``$OPENAI_BASE_URL``, else OpenAI's); a key in its user
+            info or query is never written (:func:`redact`: every message is scrubbed).
         api_key: key (default ``$OPENAI_API_KEY``; ``"EMPTY"`` for local servers).
-        timeout: seconds per request before it counts as a timeout.
+        timeout: seconds per request in all (its reply's body included), then a timeout.
         max_retries: retries after the first attempt for retryable failures.
         backoff: first retry delay in seconds (doubles each retry, capped at 30 s).
+        top_k: sent as ``top_k`` (vLLM and other servers honour it; the OpenAI API has none).
         seed: base of the per-request ``seed`` sent to the server (derived from it, the sample
             index and ``tag``); ``None`` sends none.
         cache: a :class:`ResponseCache`, or ``None``; keyed by the endpoint (:func:`endpoint_id`),
-            the model, the request and the sampling, so another server never answers from it.
+            the model, the request and the sampling, so another server never answers from it;
+            at a temperature above 0 by the episode, turn, sample and asker too, so a prompt
+            that repeats is sampled afresh (at 0 the same request reuses its reply).
         budget: the run's :class:`RequestBudget` (every attempt takes one), or ``None``.
         price: ``{"prompt": USD, "completion": USD}`` per million tokens, or ``None``.
     """
@@ -179,6 +286,7 @@ class ChatEndpoint:
         max_tokens: int = 512,
         temperature: float = 0.6,
         top_p: float = 0.95,
+        top_k: int | None = None,
         timeout: float = 60.0,
         max_retries: int = 5,
         backoff: float = 1.0,
@@ -196,29 +304,39 @@ class ChatEndpoint:
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
             timeout=timeout,
             max_retries=0,
+            http_client=_deadline_client(timeout),
         )
         self.endpoint = endpoint_id(self.client.base_url)
         self.sampling: dict[str, Any] = {
             "max_tokens": max_tokens, "temperature": temperature, "top_p": top_p
         }
+        if top_k is not None:
+            self.sampling["top_k"] = top_k
+        self.token_limit = ("max_completion_tokens" if _COMPLETION_TOKENS_MODELS.match(model)
+                            else "max_tokens")
         self.seed = seed
         self.max_retries = max_retries
         self.backoff = backoff
         self.cache = cache
         self.budget = budget
         self.price = price
+        self.journal: Callable[[dict[str, Any]], None] | None = None
+        self._halt = threading.Event()
         self._lock = threading.Lock()
-        self._spent: dict[str, float] = {}
-        self._failures: Counter[str] = Counter()
+        self._spent: dict[str, Any] = {}
 
     @property
     def where(self) -> str:
-        return self.base_url or "the OpenAI API"
+        return redact_url(self.base_url) if self.base_url else "the OpenAI API"
 
     def settings(self) -> dict[str, Any]:
         """What changes this endpoint's replies: the model, the endpoint, sampling and seed."""
         return {"model": self.model, "endpoint": self.endpoint, "sampling": dict(self.sampling),
                 "seed": self.seed}
+
+    def halt(self) -> None:
+        """Send nothing more: a retry waiting, and every later attempt, give up at once."""
+        self._halt.set()
 
     def complete(
         self,
@@ -236,11 +354,13 @@ class ChatEndpoint:
         ``messages`` in the model's chat format, then the start of its reply), a text
         completion of that prompt instead (``/completions``): the model continues its reply."""
         # Greedy decoding does not depend on the rollout; sampling must differ between them.
-        variant = {"sample": sample, "tag": tag} if self.sampling["temperature"] > 0 else {}
+        sampled = self.sampling["temperature"] > 0
+        variant = ({"episode": episode_id, "turn": turn, "sample": sample, "tag": tag}
+                   if sampled else {})
         sampling = dict(self.sampling)
         if self.seed is not None:
-            stream = f"{episode_id}\x1f{tag}\x1f{sample}" if variant else ""
-            sampling["seed"] = stream_seed(self.seed, stream, turn if variant else 0) % 2**31
+            stream = f"{episode_id}\x1f{tag}\x1f{sample}" if sampled else ""
+            sampling["seed"] = stream_seed(self.seed, stream, turn if sampled else 0) % 2**31
         asked = {"messages": messages} if prompt is None else {"prompt": prompt}
         key = cache_key(model=self.model, endpoint=self.endpoint, sampling=sampling, **asked,
                         **variant)
@@ -248,104 +368,145 @@ class ChatEndpoint:
         if stored is not None:
             self._add_spent({"cache_hits": 1})
             return self._reply(stored)
-        stored = self._request(asked, sampling)
+        stored = self._request(asked, sampling, key)
         if "error" in stored:
             return AgentReply("", error=stored["error"])
-        if self.cache is not None:
-            self.cache.put(key, stored)
         reply = self._reply(stored)
         billed = reply.usage["prompt_tokens"] + reply.usage["completion_tokens"]
+        if reply.usage.get("no_usage"):
+            billed = _estimate(asked) + len(stored["text"]) // 4
         paid = {name: value for name, value in reply.usage.items() if name != "requests"}
         self._add_spent({"answered": 1, "est_billed_tokens": billed, **paid})
         return reply
 
     def _reply(self, stored: dict[str, Any]) -> AgentReply:
-        usage = {"requests": 1, "prompt_tokens": stored["prompt_tokens"],
-                 "completion_tokens": stored["completion_tokens"]}
-        if self.price is not None:
-            usage["cost"] = (stored["prompt_tokens"] * self.price["prompt"]
-                             + stored["completion_tokens"] * self.price["completion"]) / 1e6
-        return AgentReply(stored["text"], usage)
+        prompt, completion = stored["prompt_tokens"], stored["completion_tokens"]
+        usage: dict[str, float] = {"requests": 1, "prompt_tokens": prompt or 0,
+                                   "completion_tokens": completion or 0}
+        if prompt is None or completion is None:
+            usage["no_usage"] = 1  # its tokens, and so its cost, are unknown
+        elif self.price is not None:
+            usage["cost"] = (prompt * self.price["prompt"]
+                             + completion * self.price["completion"]) / 1e6
+        return AgentReply(stored["text"], usage, facts=dict(stored.get("facts") or {}))
 
-    def _request(self, asked: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+    def _request(self, asked: dict[str, Any], sampling: dict[str, Any],
+                 key: str) -> dict[str, Any]:
         """The completion of ``asked`` (``messages`` for a chat completion, ``prompt`` for a
-        text completion) as ``{text, prompt_tokens, completion_tokens}`` or ``{error}``.
-        Every attempt is counted, and every failed one by its kind."""
+        text completion) as ``{text, prompt_tokens, completion_tokens, facts}`` (cached under
+        ``key`` as it arrives) or ``{error}``. Every attempt is counted before it is sent, and
+        every failed one by its kind."""
         import openai
 
         stop_run = (openai.RateLimitError, openai.APIConnectionError)  # incl. timeouts
         refused_run = (openai.AuthenticationError, openai.PermissionDeniedError,
                        openai.NotFoundError)
         retried = (openai.RateLimitError, openai.InternalServerError)
+        chat = "messages" in asked
+        api = self.client.chat.completions if chat else self.client.completions
         error: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self._delay(attempt - 1, error))
+        attempt = 0
+        while attempt <= self.max_retries:
+            if attempt and self._halt.wait(self._delay(attempt - 1, error)):
+                raise Halted("the run is stopping: no more requests are sent")
+            if self._halt.is_set():
+                raise Halted("the run is stopping: no more requests are sent")
             if self.budget is not None:
                 self.budget.take()
+            limit = self.token_limit if chat else "max_tokens"
+            sent, extra = _request_body(sampling, limit)
             self._add_spent({"attempts": 1})
+            attempt += 1
             try:
-                chat = "messages" in asked
-                api = self.client.chat.completions if chat else self.client.completions
-                return _parse_reply(api.create(model=self.model, **asked, **sampling))
+                stored = _parse_reply(api.create(model=self.model, **asked, **sent,
+                                                 extra_body=extra or None))
             except (openai.APIConnectionError, openai.APIStatusError,
-                    openai.APIResponseValidationError, json.JSONDecodeError,
+                    openai.APIResponseValidationError, json.JSONDecodeError, UnicodeDecodeError,
                     _BadReply) as failure:
                 self._failed(failure, asked)
                 if isinstance(failure, refused_run):
                     raise AgentError(self._refused(failure)) from failure
+                if self._switch_limit(failure, limit):
+                    attempt -= 1  # the same request under the name the model takes
+                    continue
                 if (isinstance(failure, openai.APIStatusError) and not isinstance(failure, retried)
                         and failure.status_code not in (408, 409)):  # those two are retried
                     return {"error": self._refused(failure)}
                 error = failure
-        message = (f"{self.where} failed {self.max_retries + 1} times for model {self.model}: "
-                   f"{type(error).__name__}: {error}")
+                continue
+            if self.cache is not None:
+                self.cache.put(key, stored)
+            return stored
+        message = self._scrub(f"{self.where} failed {self.max_retries + 1} times for model "
+                              f"{self.model}: {type(error).__name__}: {error}")
         if isinstance(error, stop_run):
             raise AgentError(message) from error
         return {"error": message}
+
+    def _switch_limit(self, failure: Exception, limit: str) -> bool:
+        """Whether ``failure`` is a 400 asking for ``max_completion_tokens`` where
+        ``max_tokens`` was sent; then every later request sends that instead."""
+        status = getattr(failure, "status_code", None)
+        if status != 400 or limit != "max_tokens" or "max_completion_tokens" not in str(failure):
+            return False
+        self.token_limit = "max_completion_tokens"
+        return True
 
     def _failed(self, error: Exception, asked: dict[str, Any]) -> None:
         """Count a failed attempt; one the provider may bill adds its estimated tokens: the
         request at about 4 characters a token, and ``max_tokens``."""
         kind = _failure_kind(error)
-        billed = 0
-        if kind in _MAYBE_BILLED:
-            billed = len(json.dumps(asked, ensure_ascii=False)) // 4 + self.sampling["max_tokens"]
-        with self._lock:
-            self._failures[kind] += 1
-        self._add_spent({"est_billed_tokens": billed})
+        billed = _estimate(asked) + self.sampling["max_tokens"] if kind in _MAYBE_BILLED else 0
+        self._add_spent({"failures": {kind: 1}, "est_billed_tokens": billed})
+
+    def _scrub(self, text: str) -> str:
+        return redact(text, self.base_url)
 
     def _refused(self, error: Any) -> str:
-        return f"{self.where} refused the request ({error.status_code}) for {self.model}: {error}"
+        return self._scrub(f"{self.where} refused the request ({error.status_code}) for "
+                           f"{self.model}: {error}")
 
     def _delay(self, attempt: int, error: Exception | None) -> float:
+        """Seconds before retry ``attempt``: the server's ``Retry-After`` where it is a
+        number of seconds from 0 to 60, else exponential backoff with jitter."""
         response = getattr(error, "response", None)
         header = response.headers.get("retry-after") if response is not None else None
-        if header:
-            try:
-                return min(float(header), 60.0)
-            except ValueError:
-                pass
+        try:
+            asked = float(header) if header else math.nan
+        except ValueError:
+            asked = math.nan
+        if 0 <= asked <= 60:
+            return asked
         return min(self.backoff * 2**attempt, 30.0) * (0.5 + random.random() / 2)
 
-    def _add_spent(self, spent: dict[str, float]) -> None:
+    def _add_spent(self, spent: dict[str, Any]) -> None:
+        if self.price is not None:
+            spent = {"cost": 0.0, **spent}
+        journal = self.journal
+        if journal is not None:
+            journal({"model": self.model, "endpoint": self.endpoint, **spent})
+            return
         with self._lock:
             for name, value in spent.items():
-                self._spent[name] = self._spent.get(name, 0) + value
+                if isinstance(value, dict):
+                    add_usage(self._spent.setdefault(name, {}), value)
+                else:
+                    self._spent[name] = self._spent.get(name, 0) + value
 
     def spent(self) -> dict[str, Any]:
-        """What was spent since the last call, reset on read: ``attempts`` sent (failed ones
-        included), ``failures`` by kind, replies ``answered`` by the server and
-        ``cache_hits``, the answered ``prompt_tokens`` and ``completion_tokens``,
+        """What was spent since the last call and not given to the :attr:`journal`, reset on
+        read: ``attempts`` sent (failed ones included), ``failures`` by kind, replies
+        ``answered`` by the server and ``cache_hits``, the answered ``prompt_tokens`` and
+        ``completion_tokens``, ``no_usage`` (answers that reported no token counts),
         ``est_billed_tokens`` (those, plus the estimate of every failed attempt the provider
-        may bill: at most what it billed) and ``cost`` (of the answered tokens, when priced)."""
+        may bill, and of every answer without counts) and ``cost`` (of the answered tokens,
+        when priced)."""
         with self._lock:
-            spent, failures = self._spent, self._failures
-            self._spent, self._failures = {}, Counter()
+            spent, self._spent = self._spent, {}
         record: dict[str, Any] = {
             "model": self.model, "endpoint": self.endpoint, "attempts": 0, "answered": 0,
             "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "est_billed_tokens": 0, **spent, "failures": dict(failures),
+            "est_billed_tokens": 0, "failures": {}, **spent,
         }
         if self.price is not None:
             record.setdefault("cost", 0.0)
@@ -353,6 +514,20 @@ class ChatEndpoint:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _estimate(asked: dict[str, Any]) -> int:
+    """The tokens of a request, at about 4 characters a token."""
+    return len(json.dumps(asked, ensure_ascii=False)) // 4
+
+
+def _request_body(sampling: dict[str, Any], limit: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(fields, extra fields)`` of a request with ``sampling``: the token limit under the
+    name ``limit``, and ``top_k``, which the OpenAI API lacks, as an extra field."""
+    sent = {(limit if name == "max_tokens" else name): value for name, value in sampling.items()
+            if name != "top_k"}
+    extra = {"top_k": sampling["top_k"]} if "top_k" in sampling else {}
+    return sent, extra
 
 
 def _failure_kind(error: Exception) -> str:
@@ -367,20 +542,54 @@ def _failure_kind(error: Exception) -> str:
     return next((kind for cls, kind in kinds if isinstance(error, cls)), "bad_reply")
 
 
+def _text(content: Any) -> str:
+    """A reply's content as text: a list of parts is their texts joined."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") if isinstance(part, dict)
+                       else str(getattr(part, "text", "") or "") for part in content)
+    return "" if content is None else str(content)
+
+
+def _tokens(value: Any) -> int | None:
+    """A usage count, or ``None`` where the server gave none or no number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
 def _parse_reply(reply: Any) -> dict[str, Any]:
+    """A completion as ``{text, prompt_tokens, completion_tokens, facts}``.
+
+    ``facts`` hold what the server said of it: ``finish_reason`` (``length``: cut at the
+    token limit; ``content_filter``), ``served_model`` and ``system_fingerprint`` (the snapshot
+    that answered). A reasoning model's ``reasoning_content`` (DeepSeek and servers like it
+    return its thinking apart from the content) becomes the ``<think>`` block ahead of the
+    content when the content has none, as the model's chat template writes it, so the format
+    check reads the whole reply; when the content has one, it is kept in ``facts`` as
+    ``reasoning``. Token counts the server did not give as numbers are ``None``."""
     choices = getattr(reply, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise _BadReply("the server returned no choices")
     try:
         choice = choices[0]
-        text = (choice.message.content if getattr(choice, "message", None) else choice.text) or ""
+        message = getattr(choice, "message", None)
+        text = _text(message.content if message is not None else choice.text)
     except AttributeError as error:
         raise _BadReply(f"the server returned a malformed choice: {choices[0]!r:.200}") from error
+    facts = {"finish_reason": getattr(choice, "finish_reason", None),
+             "served_model": getattr(reply, "model", None),
+             "system_fingerprint": getattr(reply, "system_fingerprint", None)}
+    reasoning = _text(getattr(message, "reasoning_content", None)) if message is not None else ""
+    if reasoning and "<think>" in text:
+        facts["reasoning"] = repair_surrogates(reasoning)
+    elif reasoning:
+        text = f"<think>{reasoning}</think>{text}"
     usage = getattr(reply, "usage", None)
     return {
-        "text": repair_surrogates(str(text)),
-        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        "text": repair_surrogates(text),
+        "prompt_tokens": _tokens(getattr(usage, "prompt_tokens", None)),
+        "completion_tokens": _tokens(getattr(usage, "completion_tokens", None)),
+        "facts": {name: value for name, value in facts.items() if value is not None},
     }
 
 
@@ -436,6 +645,7 @@ class OpenAIChatAgent(Agent):
         max_tokens: int = 512,
         temperature: float = 0.6,
         top_p: float = 0.95,
+        top_k: int | None = None,
         timeout: float = 60.0,
         max_retries: int = 5,
         concurrency: int = 8,
@@ -461,8 +671,9 @@ class OpenAIChatAgent(Agent):
         self.cache, self._owns_cache = open_cache(cache)
         self.endpoint = ChatEndpoint(
             model, base_url, api_key, max_tokens=max_tokens, temperature=temperature,
-            top_p=top_p, timeout=timeout, max_retries=max_retries, backoff=backoff, seed=seed,
-            cache=self.cache, budget=budget, price=model_price(model, prices),
+            top_p=top_p, top_k=top_k, timeout=timeout, max_retries=max_retries,
+            backoff=backoff, seed=seed, cache=self.cache, budget=budget,
+            price=model_price(model, prices),
         )
         self.pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
 
@@ -505,6 +716,13 @@ class OpenAIChatAgent(Agent):
 
     def spending(self) -> list[dict[str, Any]]:
         return [self.endpoint.spent()]
+
+    def record_spending(self, journal: Callable[[dict[str, Any]], None] | None) -> None:
+        self.endpoint.journal = journal
+
+    def stop(self) -> None:
+        self.endpoint.halt()
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

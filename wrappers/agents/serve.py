@@ -54,14 +54,17 @@ def completion(
 class AgentServer:
     """Serves ``reply`` as model ``model`` on a free port of 127.0.0.1 while in a ``with`` block.
 
-    Every request body is kept in :attr:`requests`. :meth:`answer` decides each response; a
+    Every request body is kept in :attr:`requests`, its ``Authorization`` header in
+    :attr:`keys`. :meth:`answer` decides each response; a
     subclass may answer otherwise (the tests' failure modes).
     """
 
     def __init__(self, reply: Reply | None, model: str = "local") -> None:
         self.reply, self.model = reply, model
         self.requests: list[dict[str, Any]] = []
+        self.keys: list[str] = []
         self.lock = threading.Lock()
+        self.pause = 0.2
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,19 +75,25 @@ class AgentServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.requests.append(body)
+                    server.keys.append(self.headers.get("Authorization", ""))
                     number = len(server.requests)
                 answered = server.answer(body, number)
                 if answered is None:
                     return
                 code, payload, headers = answered
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                chunks = payload if isinstance(payload, list) else [
+                    payload if isinstance(payload, bytes) else json.dumps(payload).encode()]
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(sum(map(len, chunks))))
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
+                for i, chunk in enumerate(chunks):
+                    if i:
+                        time.sleep(server.pause)
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -92,8 +101,9 @@ class AgentServer:
 
     def answer(
         self, body: dict[str, Any], number: int
-    ) -> tuple[int, dict[str, Any] | bytes, dict[str, str]] | None:
-        """``(status, JSON or raw bytes, headers)`` of request ``number``; ``None``: no answer."""
+    ) -> tuple[int, dict[str, Any] | bytes | list[bytes], dict[str, str]] | None:
+        """``(status, JSON or raw bytes, headers)`` of request ``number``; ``None``: no answer.
+        A list of byte strings is sent one by one, :attr:`pause` seconds apart."""
         if self.reply is None or body.get("model") != self.model:
             return 404, {"error": {"message": f"no model {body.get('model')}"}}, {}
         answer = self.reply(request_messages(body), body)
