@@ -145,9 +145,9 @@ def stress_section(configs: Sequence[Any], figure: str | None) -> list[str]:
         f"{COLLAPSE_Z:g} paired standard errors (see Stability), and from which the held-out "
         "valid-format ratio fell more than 0.1 for good (sN: seed N); held-out success at step 0 "
         "and at the end, and their paired difference; the peak over steps of KL(πθ‖πold) and of "
-        "the gradient norm (before clipping); the mean over steps of the fraction of response tokens where "
-        "the method's own band acts at A < 0 and at A > 0 (the study's Figure 3; see there). "
-        "Without a KL term the detector reads KL to πold, which is 0 at one update a "
+        "the gradient norm (before clipping); the mean over steps of the fraction of response "
+        "tokens where the method's own band acts at A < 0 and at A > 0 (the study's Figure 3; "
+        "see there). Without a KL term the detector reads KL to πold, which is 0 at one update a "
         "step (the ratio is 1 when the loss is taken), so it cannot fire there: held-out success "
         "tells."))
     lines = ["", "## Stress grid", "", intro, "", _counts_line(cells), "",
