@@ -428,12 +428,9 @@ def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
     configs = summarize(runs)
     chosen = select_configs(_view(configs, temperatures[0] if temperatures else None))
     curves = {m: c.curve() for m, c in chosen.items()}
-    shares = {}
-    for method in STABILISED_METHODS:
-        for name in (method, f"{method}_SM"):
-            config = find(configs, name, "base")
-            shares[name] = config.curve() if config is not None else None
-    logged = any(kl_shares_logged(c) for c in configs)
+    # One panel per configuration that logged the KL shares (the stress grid's aside).
+    shares = {f"{c.method} {c.setting}": c.curve() for c in configs
+              if c.role not in ("start", "stress") and kl_shares_logged(c)}
     out.mkdir(parents=True, exist_ok=True)
     figures = []
     if importlib.util.find_spec("matplotlib") is None:
@@ -442,7 +439,7 @@ def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
     else:
         figures = [plot_success(curves, out / FIGURES[0]),
                    plot_diagnostics(curves, out / FIGURES[1])]
-        if logged:  # without a reference model there are no shares to draw
+        if shares:  # without a reference model there are no shares to draw
             figures.append(plot_kl_shares(shares, out / KL_FIGURE))
         cells = stress_cells(configs)
         if cells:
