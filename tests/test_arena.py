@@ -372,7 +372,7 @@ def test_stability_gives_each_methods_drop_against_grpos_paired_by_seed():
         for s, d in enumerate((0.2, 0.3, 0.5))}
     lines = "\n".join(stability_section(configs, "100 levels"))
     # SAPO − GRPO per seed: +0.2, +0.2, +0.3: mean 0.233, standard error 0.033 across seeds.
-    assert "| SAPO | base | 3 | 0.600 @ 4 (s0), 0.600 @ 4 (s1), 0.600 @ 4 (s2) | +0.333 ± " \
+    assert "| SAPO | base | 3 | – | 0.600 @ 4 (s0), 0.600 @ 4 (s1), 0.600 @ 4 (s2) | +0.333 ± " \
            "0.088 | +0.233 ± 0.033 (seeds: 3) | +0.200 … +0.300 | 8 (s0), 8 (s1), 8 (s2) |" \
            in lines
     # GRPO's seed 0 held its peak: no collapse there.

@@ -73,7 +73,8 @@ def stability_section(configs: Sequence[Any], held_out: str) -> list[str]:
         reference = next((r for r in configs if r.method == REFERENCE
                           and r.setting == c.setting), None)
         peak_kl_ref = c.peak(mn.KL_REF)
-        rows.append([c.method, c.setting, str(len(c.runs)), _peaks(c), signed(mean_drop(c)),
+        rows.append([c.method, c.setting, str(len(c.runs)), num(c.mean(keys.EPISODES), 4),
+                     _peaks(c), signed(mean_drop(c)),
                      *_against(c, reference), _collapses(c), num(c.peak(mn.KL_OLD), 3),
                      "–" if math.isnan(peak_kl_ref) else num(peak_kl_ref, 3),
                      num(c.peak(keys.GRAD_NORM_MAX), 3)])
@@ -81,6 +82,8 @@ def stability_section(configs: Sequence[Any], held_out: str) -> list[str]:
         return []
     intro = (
         f"Stability from the held-out curve ({held_out}), per run and then per configuration. "
+        "Rollouts a step: the episodes drawn per update batch, mean over the steps (a "
+        "filtering method draws more to keep its groups: its budget per update is larger). "
         "Peak: each run's highest evaluation (step 0 included) and its step; drop: the peak "
         "minus the last evaluation, on the same levels, mean over the seeds ± its standard "
         "error (the seeds' spread; with one seed, the paired episodes'); Δ drop vs "
@@ -93,6 +96,7 @@ def stability_section(configs: Sequence[Any], held_out: str) -> list[str]:
         "(logged only with a reference model: a KL term or `rl.reference_kl`) and of the "
         "gradient norm (before clipping), the largest over the seeds.")
     return ["", "## Stability", "", intro, "",
-            *table(["method", "setting", "seeds", "peak held-out @ step", "drop from peak",
+            *table(["method", "setting", "seeds", "rollouts a step", "peak held-out @ step",
+                    "drop from peak",
                     f"Δ drop vs {REFERENCE}", "per-seed range", "collapse", "peak KL old",
                     "peak KL ref", "peak grad norm"], rows)]
