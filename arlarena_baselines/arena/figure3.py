@@ -53,7 +53,7 @@ def kl_shares_logged(config: Any) -> bool:
 
 def _share_label(key: str) -> str:
     adv, ratio, ent = key.split("/")[-3:]
-    return (f"A{'>' if adv == 'adv_pos' else '<'}0 "
+    return (f"A{'≥' if adv == 'adv_pos' else '<'}0 "
             f"s{'≥' if ratio == 'ratio_ge1' else '<'}1 "
             f"H{'↑' if ent == 'ent_high' else '↓'}")
 
@@ -91,7 +91,7 @@ def figure3_section(configs: Sequence[Any], figure: str | None) -> list[str]:
         lines += [f"0 at every step and seed: {', '.join(zero)}.", ""]
     if shares:
         lines += ["The share of the summed k3 KL to πref carried by each token group, mean over "
-                  "the steps and seeds: sign of A × sequence ratio s below 1 or not × token "
+                  "the steps and seeds: A < 0 or A ≥ 0 × sequence ratio s below 1 or not × token "
                   "entropy H below the step's median (↓) or not (↑).", "",
                   *table(["method", "setting", *map(_share_label, mn.KL_REF_SHARE_KEYS)],
                          shares)]

@@ -177,7 +177,7 @@ def peak_drop(curve: Mapping[int, Mapping[int, float]], z: float = COLLAPSE_Z,
     last = {(0, level): value for level, value in curve[steps[-1]].items()}
     mean, se, _ = paired_difference(last, peak)
     return Drop(peak_step, _level_mean(curve[peak_step]), _level_mean(curve[steps[-1]]),
-                -mean if steps[-1] != peak_step else 0.0,
+                0.0 - mean if steps[-1] != peak_step else 0.0,
                 se if steps[-1] != peak_step else 0.0, first)
 
 
