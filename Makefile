@@ -11,7 +11,7 @@ EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint bench learn arena clean
+.PHONY: install run test lint bench learn arena arena-offpolicy clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,27 @@ arena: $(VENV)/.installed-run
 		--stress-set eval.every=2
 	$(ARENA) --methods GRPO,SAMPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GRPO,DAPO_GiGPO --seeds 3 --no-stabilisers --staleness 0
 	$(VENV)/bin/arlarena arena --report runs/arena --out docs/arena
+
+# `make arena-offpolicy`: the arena in the study's regime (issue 51), into docs/arena-offpolicy:
+# every method updating off-policy (4 update mini-batches a step), a KL term, 64-step runs,
+# DAPO's cold start scaled to the run (configs/recipe/sokoban-arena-offpolicy.yaml says why).
+# First GRPO on seed 0 alone: the sizing run, whose wall time budgets the grid and whose curve
+# shows whether GRPO learns at this learning rate (stop and change rl.lr if not); then the ten
+# methods the findings name on 3 seeds; then the report with its runs' small files. Not yet
+# sized: about 4x the base arena's steps at half its levels, so roughly twice its run time a
+# run, many hours in all; made in sittings, each going on from the finished runs
+# docs/arena-offpolicy holds (--from; after an interruption:
+# `arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy`).
+ARENA_OFFPOLICY := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena-offpolicy.yaml \
+	--jobs 2 --out runs/arena-offpolicy --from docs/arena-offpolicy --final-temperatures 1.0,0.4 \
+	--final-episodes 1024 --no-stabilisers --staleness 0
+arena-offpolicy: $(VENV)/.installed-run
+	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
+	$(ARENA_OFFPOLICY) --methods GRPO
+	$(VENV)/bin/arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy
+	$(ARENA_OFFPOLICY) --seeds 3 \
+		--methods GRPO,GSPO,CISPO,SAPO,CISPO_SM,SAPO_SM,GiGPO,DAPO_GRPO,DAPO_GiGPO,SAMPO
+	$(VENV)/bin/arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy
 
 lint: install
 	$(VENV)/bin/ruff check .

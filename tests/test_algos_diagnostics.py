@@ -120,3 +120,49 @@ def test_falls_back_to_kl_old():
         detector.update({mn.GRAD_NORM: 1.0, mn.KL_OLD: 0.01, mn.VALID_FORMAT_RATIO: 0.9})
     message = detector.update({mn.GRAD_NORM: 9.0, mn.KL_OLD: 0.2, mn.VALID_FORMAT_RATIO: 0.5})
     assert message is not None and mn.KL_OLD in message
+
+
+def test_kl_share_groups_on_a_hand_made_batch():
+    """Four sequences of two tokens, one token in each of the 8 groups: (sign A) × (sequence
+    ratio below 1 or not) × (entropy below the threshold or not). Each group's share is its
+    one token's k3 KL over the sum."""
+    log_w = torch.tensor([[-0.2, -0.2], [0.1, 0.1], [-0.1, -0.1], [0.2, 0.2]])
+    adv = torch.tensor([1.0, 0.0, -1.0, -2.0])  # A = 0 counts with A > 0 (A ≥ 0)
+    entropy = torch.tensor([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
+    delta = torch.tensor([[-0.1, -0.2], [-0.3, -0.4], [-0.5, -0.6], [-0.7, -0.8]])
+    out = stability_metrics(log_w, torch.zeros(4, 2), adv, torch.ones(4, 2),
+                            ref_log_prob=log_w + delta, entropy=entropy, entropy_threshold=0.5)
+    total = sum(_k3(d) for d in delta.flatten().tolist())
+    groups = {  # (A ≥ 0, sequence ratio ≥ 1, entropy ≥ 0.5): the token's δ
+        (True, False, False): -0.1, (True, False, True): -0.2,
+        (True, True, True): -0.3, (True, True, False): -0.4,
+        (False, False, False): -0.5, (False, False, True): -0.6,
+        (False, True, True): -0.7, (False, True, False): -0.8,
+    }
+    for (pos, high_ratio, high_entropy), d in groups.items():
+        key = mn.kl_ref_share_key(pos, high_ratio, high_entropy)
+        assert out[key] == pytest.approx(_k3(d) / total, rel=1e-4), key
+
+
+def _detector_run(detector, steps=8, collapse_from=None):
+    """Feed ``steps`` updates of a calm run (±30% jitter) that collapses from
+    ``collapse_from`` (gradient norm ×12, KL ×90, valid format 0.95 → 0.4); return the first
+    update that fired, or ``None``."""
+    jitter = [1.0, 1.3, 0.7, 1.2, 0.8, 1.25, 0.75, 1.1, 0.9, 1.0, 1.3, 0.7, 1.2, 0.8, 1.1, 0.9]
+    for step in range(1, steps + 1):
+        j = jitter[(step - 1) % len(jitter)]
+        if collapse_from is not None and step >= collapse_from:
+            metrics = {mn.GRAD_NORM: 12.0, mn.KL_OLD: 0.9, mn.VALID_FORMAT_RATIO: 0.4}
+        else:
+            metrics = {mn.GRAD_NORM: j, mn.KL_OLD: 0.01 * j, mn.VALID_FORMAT_RATIO: 0.95}
+        if detector.update(metrics) is not None:
+            return step
+    return None
+
+
+@pytest.mark.parametrize("steps, collapse_from, fired", [(8, 3, 3), (8, 6, 6), (16, 5, 6)])
+def test_the_detector_fires_on_a_collapse_within_a_short_run(steps, collapse_from, fired):
+    assert _detector_run(CollapseDetector.for_steps(steps), steps, collapse_from) == fired
+    assert _detector_run(CollapseDetector.for_steps(steps), steps) is None  # calm: never
+    if steps == 8 and collapse_from == 3:  # the defaults' warm-up swallows an early collapse
+        assert _detector_run(CollapseDetector(), steps, collapse_from) is None

@@ -14,8 +14,18 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.algos.compose import method_policy_loss
+from arlarena_baselines.arena.equivalence import (
+    Equivalence,
+    Sameness,
+    compare_runs,
+    equivalence_section,
+    equivalences,
+)
+from arlarena_baselines.arena.figure3 import own_band_keys
 from arlarena_baselines.arena.findings import judge
 from arlarena_baselines.arena.plan import (
     ArenaPlan,
@@ -39,7 +49,8 @@ from arlarena_baselines.arena.runner import (
     run_arena,
     run_one,
 )
-from arlarena_baselines.arena.stats import paired_difference
+from arlarena_baselines.arena.stability import drops, stability_section
+from arlarena_baselines.arena.stats import paired_difference, peak_drop
 from arlarena_baselines.arena.stress import stress_cells
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation.paired import paired_comparison
@@ -159,8 +170,8 @@ def test_a_bad_grid_value_fails_before_anything_runs(tmp_path):
 def _config(method, role, setting, success, train_success, *, collapse_at=None, seeds=(0,),
             start=None, levels=10, overrides=()):
     """A configuration whose runs won ``success`` of ``levels`` held-out levels at their last
-    evaluation (step ``len(train_success)``) and ``start`` (default ``success``) at step 0,
-    and logged ``train_success`` per step."""
+    evaluation (step ``len(train_success)``) and at the one halfway, ``start`` (default
+    ``success``) at step 0, and logged ``train_success`` per step."""
     runs = []
     last = len(train_success)
     for seed in seeds:
@@ -171,8 +182,9 @@ def _config(method, role, setting, success, train_success, *, collapse_at=None, 
         episodes = [{"seed": level, "won": level < round(levels * success), "score": 0.0}
                     for level in range(levels)]
         first = success if start is None else start
+        now = {e["seed"]: float(e["won"]) for e in episodes}
         curve = {0: {level: float(level < round(levels * first)) for level in range(levels)},
-                 last: {e["seed"]: float(e["won"]) for e in episodes}}
+                 last // 2: now, last: now}
         record = {"method": method, "role": role, "setting": setting,
                   "overrides": list(overrides), "seed": seed}
         runs.append(RunResult(None, record, records, episodes, curve))
@@ -189,13 +201,13 @@ def test_selection_keeps_the_best_stable_configuration():
             + _config("CISPO", "stabiliser", "stabiliser-x", 1.0, steady))  # not a candidate
     configs = summarize(runs)
     by_name = {c.setting: c for c in configs}
-    assert by_name["grid-a"].collapses == [(0, 10)] and by_name["grid-a"].runs[0].fall_step == 10
-    assert by_name["grid-b"].collapses == [(0, 3)] and by_name["grid-b"].runs[0].fall_step is None
+    assert by_name["grid-a"].collapses == [(0, 5)] and by_name["grid-a"].runs[0].drop_step == 5
+    assert by_name["grid-b"].collapses == [(0, 3)] and by_name["grid-b"].runs[0].drop_step is None
     assert not by_name["grid-a"].stable and not by_name["grid-b"].stable
     assert select_configs(configs)["CISPO"].setting == "grid-c"
-    # 90 of 100 levels after all 100 is a loss beyond noise, not a collapse: the best.
+    # 97 of 100 levels after all 100 is within 3 paired standard errors: the best.
     near = summarize(_config("CISPO", "base", "base", 0.5, steady)
-                     + _config("CISPO", "grid", "grid-a", 0.9, steady, start=1.0, levels=100))
+                     + _config("CISPO", "grid", "grid-a", 0.97, steady, start=1.0, levels=100))
     assert not near[1].collapses and select_configs(near)["CISPO"].setting == "grid-a"
 
 
@@ -318,6 +330,135 @@ def test_one_seed_paired_difference_is_the_evaluation_modules():
     a |= {(1, level): 1.0 for level in range(25)}
     b |= {(1, level): 0.0 for level in range(25)}
     assert paired_difference(a, b)[1] > 0.4
+
+
+# -- stability: the drop from the peak, the collapse verdict, the effect against GRPO ---------
+def _curve(*wins: int, levels: int = 100) -> dict[int, dict[int, float]]:
+    """A held-out curve evaluated every 4 steps: ``wins[i]`` of ``levels`` won at step 4i."""
+    return {4 * i: {level: float(level < won) for level in range(levels)}
+            for i, won in enumerate(wins)}
+
+
+def test_a_collapse_is_a_lasting_drop_from_the_peak_beyond_paired_errors():
+    # Early gains, then a fall that lasts two evaluations: a collapse from the first of them.
+    drop = peak_drop(_curve(50, 70, 40, 35))
+    assert (drop.peak_step, drop.peak, drop.last) == (4, 0.7, 0.35)
+    assert math.isclose(drop.drop, 0.35)
+    # 35 levels lost of the peak's 70, none gained: sd of the paired differences / sqrt(100).
+    assert math.isclose(drop.se, math.sqrt(0.35 * 0.65 * 100 / 99) / 10)
+    assert drop.step == 8
+    assert peak_drop(_curve(50, 70, 40, 70)).step is None  # it came back
+    assert peak_drop(_curve(50, 70, 70, 40)).step is None  # seen once, at the end
+    # The review's knife edges: 0.531 → 0.281 was "stable" for ending above half the start
+    # (0.266); now a lasting fall of 25 points on the same levels is a collapse.
+    assert peak_drop(_curve(53, 30, 28, levels=100)).step == 4
+    # ... and a fall within 3 paired standard errors is not, however near half the start.
+    assert peak_drop(_curve(10, 6, 5, levels=100)).step is None
+
+
+def _run(method, seed, curve, setting="base", records=None, final=()):
+    record = {"method": method, "role": "base", "setting": setting, "overrides": [],
+              "seed": seed}
+    return RunResult(None, record, records or [{"phase": "rl", "step": 0}], [], curve,
+                     list(final))
+
+
+def test_stability_gives_each_methods_drop_against_grpos_paired_by_seed():
+    grpo = [_run("GRPO", s, _curve(50, 60, 60 - d, 60 - d)) for s, d in enumerate((0, 10, 20))]
+    sapo = [_run("SAPO", s, _curve(50, 60, 60 - d, 60 - d)) for s, d in enumerate((20, 30, 50))]
+    configs = summarize(grpo + sapo)
+    assert [drops(c) for c in configs][1] == {
+        s: (pytest.approx(d), pytest.approx(math.sqrt(d * (1 - d) * 100 / 99) / 10))
+        for s, d in enumerate((0.2, 0.3, 0.5))}
+    lines = "\n".join(stability_section(configs, "100 levels"))
+    # SAPO − GRPO per seed: +0.2, +0.2, +0.3: mean 0.233, standard error 0.033 across seeds.
+    assert "| SAPO | base | 3 | – | 0.600 @ 4 (s0), 0.600 @ 4 (s1), 0.600 @ 4 (s2) | +0.333 ± " \
+           "0.088 | +0.233 ± 0.033 (seeds: 3) | +0.200 … +0.300 | 8 (s0), 8 (s1), 8 (s2) |" \
+           in lines
+    # GRPO's seed 0 held its peak: no collapse there.
+    assert "| +0.100 ± 0.058 | – | – | 8 (s1), 8 (s2) |" in lines
+
+
+# -- equivalences: the same procedure, from the runs -----------------------------------------
+def _steps(*grad_norms, samples=(100, 90, 80, 70), drawn=1.0):
+    return [{"phase": "rl", "step": 0}] + [
+        {"phase": "rl", "step": i + 1, mn.GRAD_NORM: g, keys.SAMPLES: float(samples[i]),
+         mn.SUCCESS_RATE: 0.5, keys.ROUNDS: drawn if i == len(grad_norms) - 1 else 1.0}
+        for i, g in enumerate(grad_norms)]
+
+
+def test_the_equivalence_check_tells_identical_runs_from_different_ones():
+    curve = _curve(50, 60)
+    a = _run("GRPO", 0, curve, records=_steps(0.2, 0.3, 0.4, 0.5))
+    same = _run("CISPO", 0, _curve(50, 60), records=_steps(0.2, 0.3000001, 0.4, 0.5))
+    assert compare_runs(a, same).verdict == "identical episodes"
+    assert compare_runs(a, same).steps == 4
+    other = _run("GSPO", 0, curve, records=_steps(0.2, 0.31, 0.4, 0.5))
+    assert compare_runs(a, other) == Sameness("differ", 1,
+                                              "gradient norm 0.3 vs 0.31 at step 2")
+    # The same gradients until the rollouts drift apart (floating-point noise): the same.
+    drifted = _run("GRPO_ST", 0, _curve(50, 61),
+                   records=_steps(0.2, 0.3, 0.4, 0.9, samples=(100, 90, 80, 71)))
+    assert compare_runs(a, drifted).verdict == "same gradients"
+    assert compare_runs(a, drifted).steps == 3
+    early = _run("EMPG", 0, curve, records=_steps(0.2, 0.3, 0.4, 0.5, samples=(100, 91, 80, 70)))
+    assert compare_runs(a, early).verdict == "undecided"
+    # Rollouts drawn differently (a filter's second round): a different procedure.
+    filtered = _run("DAPO_GRPO", 0, curve, records=_steps(0.2, 0.3, 0.4, 0.5, drawn=2.0))
+    assert compare_runs(a, filtered).verdict == "differ"
+    # Classes over the seeds both ran: GRPO = CISPO on seeds 0 and 1; GSPO differs on seed 0.
+    runs = [a, same, other, _run("GRPO", 1, curve, records=_steps(0.1, 0.2, 0.3, 0.4)),
+            _run("CISPO", 1, curve, records=_steps(0.1, 0.2, 0.3, 0.4)),
+            _run("GSPO", 1, curve, records=_steps(0.1, 0.2, 0.3, 0.4))]
+    assert equivalences(summarize(runs)) == [
+        Equivalence("base", ("GRPO", "CISPO"), (0, 1), "identical episodes", 4)]
+    table = "\n".join(equivalence_section(summarize(runs)))
+    assert "| base | GRPO, CISPO | 0, 1 | identical episodes | 4 |" in table
+
+
+def test_figure3_reads_cisposs_clipped_weight_on_either_side():
+    """CISPO's own band clips the weight at 1 + ε_high for either sign of A (ε_low = 1): its
+    A < 0 column is the stability count of either side, not the loss's lower-bound count,
+    which can never be non-zero there."""
+    from arlarena_baselines.algos import get_method, stability_metrics
+
+    cispo = get_method("CISPO")
+    ratios = torch.tensor([[1.5, 0.5], [1.0, 1.3], [0.5, 1.0]])
+    adv, mask = torch.tensor([1.0, -1.0, -1.0]), torch.ones(3, 2)
+    out = stability_metrics(ratios.log(), torch.zeros(3, 2), adv, mask,
+                            clip_low=cispo.clip_low, clip_high=cispo.clip_high)
+    low, high = own_band_keys("CISPO")
+    assert out[low] == pytest.approx(1 / 6)  # 1.3 at A < 0: its weight is clipped to 1.2
+    assert out[high] == pytest.approx(1 / 6)  # 1.5 at A > 0
+    _, metrics = method_policy_loss(cispo, ratios.log(), torch.zeros(3, 2), adv, mask)
+    assert metrics[mn.OOB_LOW_FRAC] == 0.0  # below 1 − ε_low = 0: never
+    assert own_band_keys("GRPO") == (mn.OOB_LOW_FRAC, mn.OOB_HIGH_FRAC)
+
+
+def test_reference_kl_logs_the_kl_shares_without_changing_training(tmp_path):
+    """Without a KL term a run keeps no π_ref, so the KL shares (and kl_shares.png) were
+    empty; ``rl.reference_kl`` keeps one for the diagnostics alone: the same training, the
+    shares logged. A 2-step run's collapse detector can fire from its first update."""
+    from arlarena_baselines.trainer.rl import RLTrainer, train_rl
+
+    runs = {}
+    for keep in (False, True):
+        config = tiny_base("rl.method=GRPO", "rl.method_overrides={kl_coef: 0.0}", "rl.lr=1e-2",
+                           f"rl.reference_kl={str(keep).lower()}", "eval.episodes=0",
+                           f"run.out={tmp_path / str(keep)}")
+        runs[keep] = train_rl(config)
+    trainer = RLTrainer(apply_overrides(config, [f"run.out={tmp_path / 'detector'}"]))
+    trainer.close()
+    assert (trainer.detector.warmup, trainer.detector.patience) == (1, 1)
+    for plain, kept in zip(runs[False], runs[True], strict=True):
+        assert not any(k in plain for k in (mn.KL_REF, *mn.KL_REF_SHARE_KEYS))
+        assert all(k in kept for k in (mn.KL_REF, *mn.KL_REF_SHARE_KEYS))
+        assert kept[mn.GRAD_NORM] == plain[mn.GRAD_NORM]
+        assert kept[keys.SAMPLES] == plain[keys.SAMPLES]
+        assert kept[mn.TOTAL_LOSS] == plain[mn.TOTAL_LOSS]
+    # Step 1 trains π_ref itself (KL 0); after one update the shares divide a positive KL.
+    assert runs[True][-1][mn.KL_REF] > 0
+    assert sum(runs[True][-1][k] for k in mn.KL_REF_SHARE_KEYS) == pytest.approx(1.0)
 
 
 # -- running: the command, skip, resume, the report -------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -166,6 +167,20 @@ class CollapseDetector:
     collapsed_at: int | None = field(default=None, init=False)
     baseline: dict[str, float] = field(default_factory=dict, init=False)
     _seen: int = field(default=0, init=False, repr=False)
+
+    @classmethod
+    def for_steps(cls, steps: int, **changes: Any) -> CollapseDetector:
+        """A detector that can fire within a run of ``steps`` updates: a warm-up of an eighth
+        of the run (1 to :attr:`warmup` updates) and a patience of 1 below 16 steps, else
+        :attr:`patience`; it can then flag a collapse from update 2 of an 8-step run and
+        from update 4 of a 16-step one (the defaults: from update 7, whatever the length).
+
+        >>> [(d.warmup, d.patience) for d in map(CollapseDetector.for_steps, (8, 16, 200))]
+        [(1, 1), (2, 2), (5, 2)]
+        """
+        warmup = min(cls.warmup, max(1, steps // 8))
+        patience = min(cls.patience, max(1, steps // 8))
+        return cls(**{"warmup": warmup, "patience": patience, **changes})
 
     @property
     def collapsed(self) -> bool:

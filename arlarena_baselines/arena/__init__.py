@@ -12,10 +12,13 @@ per-method grid search; the stress grid) and figures.
 - :mod:`.runner`: :class:`ArenaTrainer`, :func:`run_one`, :func:`run_arena`,
   :func:`final_evaluation`: running them, resumably, under one progress bar;
 - :mod:`.stats`: means ± standard errors, paired differences, the study's stability variance,
-  the held-out fall that marks a collapse, the grid's selection rule;
+  the drop from the peak that marks a collapse, per-seed effects, the grid's selection rule;
 - :mod:`.results`: finished runs loaded and grouped by configuration, the selection;
 - :mod:`.stress`: the stress grid's cells, their collapse counts and table;
 - :mod:`.findings`: the study's five findings judged;
+- :mod:`.equivalence`: which methods are the same procedure in a setting, from their runs;
+- :mod:`.stability`: the drop from peak held-out success per run, against GRPO's per method;
+- :mod:`.figure3`: the study's Figure 3 quantities (each method's own band, the KL shares);
 - :mod:`.tables`: number and markdown-table formatting;
 - :mod:`.report`: the tables (markdown, CSV), :func:`write_report`;
 - :mod:`.figures`: success curves, the diagnostics panel, the 8-group KL shares, the stress

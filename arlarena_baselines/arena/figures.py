@@ -4,8 +4,9 @@ Holds :func:`mean_records` (a configuration's metrics averaged over its seeds, s
 :func:`plot_success` (held-out and training success of every method), :func:`plot_diagnostics`
 (KL to π_old and π_ref, gradient norm, valid-format ratio, out-of-band token fractions below
 and above the band) and :func:`plot_kl_shares` (the share of the KL to π_ref carried by each of
-the 8 token groups, one panel per method, as the study's Figure 3 sets CISPO beside CISPO_SM
-and SAPO beside SAPO_SM; the panel is the one of ``arlarena plot``) and :func:`plot_stress`
+the 8 token groups, one panel per configuration that logged them, as the study's Figure 3
+sets CISPO beside CISPO_SM and SAPO beside SAPO_SM; the panel is the one of ``arlarena plot``)
+and :func:`plot_stress`
 (the stress grid: per method, each learning rate × staleness cell coloured by the change of
 held-out success from the start, its collapses marked). Needs matplotlib.
 """

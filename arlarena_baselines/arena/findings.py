@@ -14,8 +14,8 @@ A verdict is one of :data:`VERDICTS`:
 Differences of held-out success are paired on the (seed, level) episodes both runs played;
 their standard error carries the seeds' spread where there are several (see :mod:`.stats`).
 A configuration *collapses* when one of its runs did (the collapse detector fired, or held-out
-success fell below half the start's for good). The stability variance of the study is quoted, not
-judged on (see :mod:`.stats`).
+success dropped from its peak for good beyond :data:`~.stats.COLLAPSE_Z` paired standard errors).
+The stability variance of the study is quoted, not judged on (see :mod:`.stats`).
 
 Findings 1 and 2 are judged on the stress grid where the arena has one (:mod:`.stress`): over
 the cells where GRPO or GSPO stays stable, finding 1 holds when CISPO or SAPO collapses in more

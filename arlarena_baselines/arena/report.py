@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.arena.equivalence import equivalence_section
+from arlarena_baselines.arena.figure3 import figure3_section, kl_shares_logged, own_band_keys
 from arlarena_baselines.arena.figures import (
     plot_diagnostics,
     plot_kl_shares,
@@ -55,7 +57,8 @@ from arlarena_baselines.arena.runner import (
     RECORD_FILE,
     saved_config,
 )
-from arlarena_baselines.arena.stats import Z, paired_difference
+from arlarena_baselines.arena.stability import mean_drop, stability_section
+from arlarena_baselines.arena.stats import COLLAPSE_Z, Z, paired_difference
 from arlarena_baselines.arena.stress import change_from_start, stress_cells, stress_section
 from arlarena_baselines.arena.tables import num, pm, signed, table
 from arlarena_baselines.trainer import keys
@@ -67,7 +70,8 @@ from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
 __all__ = ["CSV_FIELDS", "report_markdown", "write_csv", "write_report"]
 
 REFERENCE = "GRPO"
-FIGURES = ("success.png", "diagnostics.png", "kl_shares.png")
+FIGURES = ("success.png", "diagnostics.png")
+KL_FIGURE = "kl_shares.png"
 STRESS_FIGURE = "stress.png"
 
 
@@ -84,7 +88,7 @@ def _collapse(config: ConfigResult) -> str:
         return "none"
     return ", ".join(
         f"step {run.collapse_step} (seed {run.seed}, "
-        f"{'detector' if run.detector_step == run.collapse_step else 'held-out fell'})"
+        f"{'detector' if run.detector_step == run.collapse_step else 'held-out dropped'})"
         for run in config.runs if run.collapse_step is not None)
 
 
@@ -194,6 +198,17 @@ def _view(configs: list[ConfigResult], temperature: float | None) -> list[Config
     return [c if c.role == "stress" else c.at(temperature) for c in configs]
 
 
+def _curve_name(c: TrainConfig | None) -> str:
+    """The held-out curve's evaluations, from the runs' config (:func:`_base_config`)."""
+    from arlarena_baselines.trainer.sampling import eval_sampling
+
+    if c is None:
+        return "the held-out evaluations during training"
+    every = f" every {c.eval.every} steps" if c.eval.every else " at the end"
+    return (f"{c.eval.episodes} levels at step 0 and{every}, at "
+            f"T = {eval_sampling(c).temperature:g}")
+
+
 def _view_name(temperature: float | None, final_levels: int) -> str:
     return ("the last held-out evaluation" if temperature is None
             else f"T = {temperature:g}, {final_levels:,} levels")
@@ -210,7 +225,8 @@ def _methods(configs: list[ConfigResult], temperature: float | None, final_level
         f"Held-out: {_view_name(temperature, final_levels)}. `{START}`: the starting "
         "checkpoint, untrained. Per method, its selected configuration (the best stable one of "
         "its base and grid settings; stable: no run collapsed, i.e. the collapse detector "
-        "never fired and held-out success never fell below half the start's for good). Δ success: "
+        "never fired and held-out success never dropped from its peak for good beyond "
+        f"{COLLAPSE_Z:g} paired standard errors: see Stability). Δ success: "
         f"against {REFERENCE} in percent; paired Δ: the mean difference of success against "
         f"{REFERENCE}, and against the start, on the same (seed, level) episodes; beats start: "
         f"beyond {Z:g} standard errors. ± is one standard error (over the held-out episodes, "
@@ -261,6 +277,9 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
     for k, view in enumerate(views):
         lines += _methods(_view(configs, view), view, final_levels, config, k == 0)
     lines += _findings(configs, views, final_levels)
+    lines += equivalence_section(configs)
+    lines += stability_section(configs, _curve_name(config))
+    lines += figure3_section(configs, KL_FIGURE if KL_FIGURE in figures else None)
     lines += stress_section(configs, STRESS_FIGURE if STRESS_FIGURE in figures else None)
     first = _view(configs, views[0])
     lines += _section(
@@ -280,14 +299,14 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
         f"Held-out: {_view_name(views[0], final_levels)}. The IS-clipping methods at their "
         "base and with several times more update mini-batches per rollout batch (Δ and paired "
         "Δ against the base). Means over the steps: updates per step, KL(πθ‖πold), the token "
-        "fractions with the ratio below 1-ε_low at A < 0 and above 1+ε_high at A > 0.",
+        "fractions where the method's own band acts at A < 0 and at A > 0 (see Figure 3).",
         [(find(first, m, "base"), [c for c in first if c.method == m
                                     and c.role in ("base", "staleness")])
          for m in IS_CLIPPING_METHODS
          if any(c.method == m and c.role == "staleness" for c in first)],
-        ("updates", "KL old", "oob low", "oob high"),
-        lambda c: [num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD, mn.STAB_OOB_LOW_FRAC,
-                                               mn.STAB_OOB_HIGH_FRAC)],
+        ("updates", "KL old", "oob A<0", "oob A>0"),
+        lambda c: [num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD,
+                                               *own_band_keys(c.method))],
     )
     chosen = select_configs(first)
     lines += _section(
@@ -301,7 +320,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
         lambda c: ["✓" if chosen.get(c.method) is c else ""],
     )
     lines += ["", "## Figures", ""]
-    lines += [f"![{Path(f).stem}]({f})" for f in figures if f != STRESS_FIGURE]
+    lines += [f"![{Path(f).stem}]({f})" for f in figures if f not in (STRESS_FIGURE, KL_FIGURE)]
     return "\n".join(lines) + "\n"
 
 
@@ -311,9 +330,10 @@ CSV_FIELDS = ["method", "role", "setting", "overrides", "seeds", "held_out", "se
               "success", "success_se", "score", "score_se", "delta_vs_grpo_pct",
               "paired_delta_vs_grpo", "paired_delta_vs_grpo_se", "paired_delta_vs_start",
               "paired_delta_vs_start_se", "stability_var", "stable", "collapse_steps",
-              "detector_steps", "fall_steps", "format_fall_steps", "updates_mean",
-              "kl_old_mean", "kl_old_peak", "kl_ref_mean", "grad_norm_peak", "oob_low_mean",
-              "oob_high_mean", "oob_pos_mean", "oob_neg_mean"]
+              "detector_steps", "drop_steps", "format_fall_steps", "drop_from_peak",
+              "drop_from_peak_se", "updates_mean", "kl_old_mean", "kl_old_peak", "kl_ref_mean",
+              "kl_ref_peak", "grad_norm_peak", "oob_own_neg_mean", "oob_own_pos_mean",
+              "oob_pos_mean", "oob_neg_mean"]
 
 
 def _steps(config: ConfigResult, step: str) -> str:
@@ -342,6 +362,7 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
                 paired = (math.nan, math.nan) if stress else _paired(c, reference)
                 to_start = change_from_start(c) if stress else (
                     _paired(c, start) if c.role != "start" else (math.nan, math.nan))
+                drop = mean_drop(c)
                 change = (100.0 * (c.success[0] - reference.success[0]) / reference.success[0]
                           if not stress and reference is not None and reference.success[0]
                           else math.nan)
@@ -358,13 +379,15 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
                     "stable": c.stable,
                     "collapse_steps": _steps(c, "collapse_step"),
                     "detector_steps": _steps(c, "detector_step"),
-                    "fall_steps": _steps(c, "fall_step"),
+                    "drop_steps": _steps(c, "drop_step"),
                     "format_fall_steps": _steps(c, "format_fall_step"),
+                    "drop_from_peak": drop[0], "drop_from_peak_se": drop[1],
                     "updates_mean": c.mean(keys.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
                     "kl_old_peak": c.peak(mn.KL_OLD), "kl_ref_mean": c.mean(mn.KL_REF),
+                    "kl_ref_peak": c.peak(mn.KL_REF),
                     "grad_norm_peak": c.peak(keys.GRAD_NORM_MAX),
-                    "oob_low_mean": c.mean(mn.STAB_OOB_LOW_FRAC),
-                    "oob_high_mean": c.mean(mn.STAB_OOB_HIGH_FRAC),
+                    "oob_own_neg_mean": c.mean(own_band_keys(c.method)[0]),
+                    "oob_own_pos_mean": c.mean(own_band_keys(c.method)[1]),
                     "oob_pos_mean": c.mean(mn.OOB_POS_FRAC),
                     "oob_neg_mean": c.mean(mn.OOB_NEG_FRAC),
                 })
@@ -405,11 +428,9 @@ def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
     configs = summarize(runs)
     chosen = select_configs(_view(configs, temperatures[0] if temperatures else None))
     curves = {m: c.curve() for m, c in chosen.items()}
-    shares = {}
-    for method in STABILISED_METHODS:
-        for name in (method, f"{method}_SM"):
-            config = find(configs, name, "base")
-            shares[name] = config.curve() if config is not None else None
+    # One panel per configuration that logged the KL shares (the stress grid's aside).
+    shares = {f"{c.method} {c.setting}": c.curve() for c in configs
+              if c.role not in ("start", "stress") and kl_shares_logged(c)}
     out.mkdir(parents=True, exist_ok=True)
     figures = []
     if importlib.util.find_spec("matplotlib") is None:
@@ -417,8 +438,9 @@ def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
               "(pip install 'arlarena[plot]')", file=sys.stderr)
     else:
         figures = [plot_success(curves, out / FIGURES[0]),
-                   plot_diagnostics(curves, out / FIGURES[1]),
-                   plot_kl_shares(shares, out / FIGURES[2])]
+                   plot_diagnostics(curves, out / FIGURES[1])]
+        if shares:  # without a reference model there are no shares to draw
+            figures.append(plot_kl_shares(shares, out / KL_FIGURE))
         cells = stress_cells(configs)
         if cells:
             figures.append(plot_stress(cells, out / STRESS_FIGURE))

@@ -10,9 +10,10 @@ base and grid settings).
 Where the arena made final evaluations, a run's held-out outcomes are those of its final
 evaluation at one temperature (:meth:`RunResult.at`; a run that lacks it has none there);
 otherwise those of the trainer's last evaluation. A run *collapses* when the collapse detector
-fired or its held-out success fell below half its start's and stayed there
-(:func:`~.stats.fall_step`); a configuration is stable when none of its runs collapsed. The
-study's variance of training success is quoted beside it, not judged on (see :mod:`.stats`).
+fired or its held-out success fell from its peak beyond :data:`~.stats.COLLAPSE_Z` paired
+standard errors and stayed there (:func:`~.stats.peak_drop`); a configuration is stable when
+none of its runs collapsed. The study's variance of training success is quoted beside it, not
+judged on (see :mod:`.stats`).
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from arlarena_baselines.arena.figures import mean_records
 from arlarena_baselines.arena.plan import ROLES, START
 from arlarena_baselines.arena.runner import FINAL_FILE, RECORD_FILE
 from arlarena_baselines.arena.stats import (
-    fall_step,
+    Drop,
     format_fall_step,
     mean_se,
+    peak_drop,
     select_best,
     stability_variance,
 )
@@ -92,11 +94,16 @@ class RunResult:
         """The first step at which the collapse detector fired, or ``None``."""
         return next((r["step"] for r in self.steps if r.get(keys.COLLAPSE)), None)
 
+    @cached_property
+    def drop(self) -> Drop | None:
+        """The held-out curve's fall from its peak (:func:`~.stats.peak_drop`)."""
+        return peak_drop(self.curve)
+
     @property
-    def fall_step(self) -> int | None:
-        """The step from which held-out success stayed below half the start's, beyond 2 paired
-        standard errors (:func:`~.stats.fall_step`)."""
-        return fall_step(self.curve)
+    def drop_step(self) -> int | None:
+        """The step from which held-out success stayed below its peak beyond
+        :data:`~.stats.COLLAPSE_Z` paired standard errors, through the last evaluation."""
+        return self.drop.step if self.drop is not None else None
 
     @property
     def format_fall_step(self) -> int | None:
@@ -108,7 +115,7 @@ class RunResult:
     @property
     def collapse_step(self) -> int | None:
         """The first step of a collapse (the detector's or a held-out fall), or ``None``."""
-        steps = [s for s in (self.detector_step, self.fall_step) if s is not None]
+        steps = [s for s in (self.detector_step, self.drop_step) if s is not None]
         return min(steps) if steps else None
 
     def _logged(self, key: str) -> list[float]:
@@ -203,7 +210,7 @@ class ConfigResult:
 
     def fired(self, step: str) -> list[tuple[int, int]]:
         """(seed, step) of every run whose ``step`` (a :class:`RunResult` step property:
-        ``collapse_step``, ``detector_step``, ``fall_step``, ``format_fall_step``) is set."""
+        ``collapse_step``, ``detector_step``, ``drop_step``, ``format_fall_step``) is set."""
         steps = [(run.seed, getattr(run, step)) for run in self.runs]
         return [(seed, at) for seed, at in steps if at is not None]
 

@@ -131,10 +131,18 @@ def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
         return
     old = _comparable(yaml.safe_load(saved.read_text()) or {})
     new = _comparable(yaml.safe_load(yaml.safe_dump(config_to_dict(config))))
+    # A field the saved run predates held its default then (a new field's default keeps the
+    # old behaviour), so it is compared as that.
+    default = _comparable(yaml.safe_load(yaml.safe_dump(config_to_dict(TrainConfig()))))
+
+    def before(section: str, key: str) -> Any:
+        values = old.get(section, {})
+        return values[key] if key in values else default.get(section, {}).get(key)
+
     changed = [
-        f"{section}.{key}: {old.get(section, {}).get(key)!r} -> {value!r}"
+        f"{section}.{key}: {before(section, key)!r} -> {value!r}"
         for section, values in new.items() for key, value in values.items()
-        if old.get(section, {}).get(key) != value
+        if before(section, key) != value
     ]
     if changed:
         raise ValueError(

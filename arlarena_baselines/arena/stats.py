@@ -1,11 +1,12 @@
 """The arena's statistics: means with standard errors, paired differences, stability, selection.
 
 Holds :func:`mean_se`, :func:`paired_difference`, :func:`stability_variance` (the study's
-criterion, §3.1: the variance of success over the final 20% of steps), :func:`fall_step` (the
-step from which a held-out curve stays below half its start: this arena's sign of collapse
-beside the collapse detector) and
-:func:`select_best` (the study's per-method grid search: the best configuration among the
-stable ones).
+criterion, §3.1: the variance of success over the final 20% of steps), :func:`peak_drop` (a
+held-out curve's fall from its peak, and the step from which it lasts beyond
+:data:`COLLAPSE_Z` paired standard errors: this arena's sign of collapse beside the collapse
+detector), :func:`seed_effect` (a per-seed quantity against a reference method's, with its
+across-seed spread) and :func:`select_best` (the study's per-method grid search: the best
+configuration among the stable ones).
 
 Why the held-out curve and not the study's variance: one step's training success varies by
 p(1−p) / levels from the levels drawn alone (each level all won or all lost), between 0.06 at
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -30,14 +32,17 @@ import numpy as np
 from arlarena_baselines.algos.diagnostics import CollapseDetector
 
 __all__ = [
-    "FALL_FRACTION",
+    "COLLAPSE_Z",
     "FINAL_FRACTION",
     "FORMAT_DROP",
+    "LASTING_EVALS",
+    "Drop",
     "Z",
-    "fall_step",
     "format_fall_step",
     "mean_se",
     "paired_difference",
+    "peak_drop",
+    "seed_effect",
     "select_best",
     "stability_variance",
 ]
@@ -47,9 +52,12 @@ FINAL_FRACTION = 0.2
 Z = 2.0
 # A fall of the valid-format ratio that counts: the collapse detector's.
 FORMAT_DROP = CollapseDetector.format_drop
-# A collapse of held-out success: below this fraction of the start's (a run that merely ends
-# a little below its start has degraded, not collapsed).
-FALL_FRACTION = 0.5
+# A collapse of held-out success: a drop from the peak evaluation beyond this many paired
+# standard errors. More than Z: the peak is the highest of several evaluations, so its own
+# noise pushes it up and the drop from it is biased upward by about one standard error.
+COLLAPSE_Z = 3.0
+# ... that lasts: through the last evaluation, over at least this many evaluations.
+LASTING_EVALS = 2
 T = TypeVar("T")
 
 
@@ -114,30 +122,87 @@ def _last_run(flags: Sequence[tuple[int, bool]]) -> int | None:
     return first
 
 
-def fall_step(curve: Mapping[int, Mapping[int, float]], z: float = Z,
-              fraction: float = FALL_FRACTION) -> int | None:
-    """The first evaluation step from which held-out success stays below ``fraction`` of the
-    step-0 evaluation's, and below it beyond ``z`` standard errors of the paired difference on
-    the same levels, through the last evaluation; ``None`` when the last evaluation is not
-    (or without a step 0). ``curve``: ``{step: {level: success}}``.
+@dataclass(frozen=True)
+class Drop:
+    """A held-out curve's fall from its peak: ``peak`` (mean success) at ``peak_step``,
+    ``last`` at the last evaluation, ``drop`` = peak − last ± ``se`` (the standard error of
+    the paired difference on the same levels), and ``step``: the first evaluation of a drop
+    beyond ``z`` paired standard errors that lasts (see :func:`peak_drop`), else ``None``."""
+
+    peak_step: int
+    peak: float
+    last: float
+    drop: float
+    se: float
+    step: int | None
+
+
+def _level_mean(values: Mapping[int, float]) -> float:
+    return sum(values.values()) / max(len(values), 1)
+
+
+def peak_drop(curve: Mapping[int, Mapping[int, float]], z: float = COLLAPSE_Z,
+              lasting: int = LASTING_EVALS) -> Drop | None:
+    """The fall of a held-out curve (``{step: {level: success}}``) from its peak evaluation
+    (the first of the highest, step 0 included) to its last. Its ``step`` is set when, from
+    some evaluation after the peak through the last, and over at least ``lasting``
+    evaluations, success stays below the peak's by more than ``z`` standard errors of the
+    paired difference on the same levels: a collapse. ``None`` without two evaluations.
 
     >>> start = {level: float(level < 6) for level in range(8)}
-    >>> fall_step({0: start, 2: {k: 0.0 for k in range(8)}, 4: start})  # it came back
-    >>> fall_step({0: start, 2: start, 4: {k: float(k < 1) for k in range(8)}})
-    4
-    >>> fall_step({0: start, 2: {k: float(k < 4) for k in range(8)}})  # 0.5 of 0.75: degraded
+    >>> none, one = {k: 0.0 for k in range(8)}, {k: float(k < 1) for k in range(8)}
+    >>> peak_drop({0: start, 2: none, 4: start}).step is None  # it came back
+    True
+    >>> drop = peak_drop({0: start, 2: start, 4: none, 6: one}, z=2)
+    >>> drop.peak_step, drop.drop, drop.step
+    (0, 0.625, 4)
+    >>> peak_drop({0: start, 2: start, 4: start, 6: none}, z=2).step is None  # once: no
+    True
     """
-    if 0 not in curve:
+    steps = sorted(curve)
+    if len(steps) < 2:
         return None
-    start = {(0, level): value for level, value in curve[0].items()}
-    floor = fraction * sum(start.values()) / max(len(start), 1)
+    peak_step = max(steps, key=lambda s: (_level_mean(curve[s]), -s))
+    peak = {(0, level): value for level, value in curve[peak_step].items()}
 
     def fell(step: int) -> bool:
         now = {(0, level): value for level, value in curve[step].items()}
-        mean, se, n = paired_difference(now, start)
-        return n > 1 and mean + z * se < 0 and sum(now.values()) / len(now) < floor
+        mean, se, n = paired_difference(now, peak)
+        return n > 1 and mean + z * se < 0
 
-    return _last_run([(step, fell(step)) for step in sorted(curve) if step > 0])
+    after = [s for s in steps if s > peak_step]
+    first = _last_run([(s, fell(s)) for s in after])
+    if first is not None and sum(1 for s in after if s >= first) < lasting:
+        first = None
+    last = {(0, level): value for level, value in curve[steps[-1]].items()}
+    mean, se, _ = paired_difference(last, peak)
+    return Drop(peak_step, _level_mean(curve[peak_step]), _level_mean(curve[steps[-1]]),
+                0.0 - mean if steps[-1] != peak_step else 0.0,
+                se if steps[-1] != peak_step else 0.0, first)
+
+
+def seed_effect(values: Mapping[int, tuple[float, float]],
+                reference: Mapping[int, tuple[float, float]]) -> tuple[float, float, int]:
+    """The effect ``values − reference`` paired by seed (each ``{seed: (value, se)}``): its
+    mean, its standard error, and how many seeds it pairs. With several seeds the standard
+    error is the seeds' spread (it carries the runs' own noise as well as training's); with
+    one, the two runs' own errors combined.
+
+    >>> mean, se, n = seed_effect({0: (0.3, 0.1), 1: (0.5, 0.1)},
+    ...                           {0: (0.1, 0.1), 1: (0.1, 0.1), 2: (0.0, 0.0)})
+    >>> round(mean, 6), round(se, 6), n
+    (0.3, 0.1, 2)
+    >>> [round(x, 6) for x in seed_effect({0: (0.3, 0.03)}, {0: (0.1, 0.04)})]
+    [0.2, 0.05, 1]
+    """
+    seeds = sorted(set(values) & set(reference))
+    if not seeds:
+        return math.nan, math.nan, 0
+    diffs = np.array([values[s][0] - reference[s][0] for s in seeds])
+    if len(seeds) > 1:
+        return float(diffs.mean()), float(diffs.std(ddof=1) / math.sqrt(len(seeds))), len(seeds)
+    (seed,) = seeds
+    return float(diffs[0]), math.hypot(values[seed][1], reference[seed][1]), 1
 
 
 def format_fall_step(ratios: Mapping[int, float], drop: float = FORMAT_DROP) -> int | None:

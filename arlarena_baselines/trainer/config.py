@@ -256,6 +256,10 @@ class RLConfig:
         epochs: passes over the rollout batch.
         micro_batch_size: step samples per forward/backward (gradient accumulation).
         grad_clip: max gradient norm.
+        reference_kl: keep the frozen starting policy π_ref even without a KL term, to log
+            the k3 KL to it and its shares over the 8 token groups of the study's Figure 3
+            (one more forward pass a step; the loss is unchanged). With ``kl_coef > 0`` they
+            are logged anyway.
     """
 
     method: str = "SAMPO"
@@ -271,6 +275,7 @@ class RLConfig:
     epochs: int = 1
     micro_batch_size: int = 16
     grad_clip: float = 1.0
+    reference_kl: bool = False
 
     def __post_init__(self) -> None:
         if self.mini_batch_size is not None and self.mini_batch_size < 1:

@@ -127,8 +127,10 @@ class RLTrainer:
         self.threads = TorchThreads(config.run.threads)
         seed_everything(config.run.seed)
         self.policy = Policy.load(config, temperature=self.sampling.temperature)
-        # π_ref is the starting policy, frozen: copied before any checkpoint is loaded.
-        self.reference = self.policy.frozen_copy() if self.method.kl_coef > 0 else None
+        # π_ref is the starting policy, frozen: copied before any checkpoint is loaded; kept for
+        # the KL term, or for the diagnostics alone (``rl.reference_kl``).
+        keep = self.method.kl_coef > 0 or config.rl.reference_kl
+        self.reference = self.policy.frozen_copy() if keep else None
         self.optimizer = torch.optim.AdamW(
             self.policy.model.parameters(),
             lr=config.rl.lr,
@@ -136,7 +138,7 @@ class RLTrainer:
             eps=config.rl.adam_eps,
             weight_decay=config.rl.weight_decay,
         )
-        self.detector = CollapseDetector()
+        self.detector = CollapseDetector.for_steps(config.rl.steps)
         self.step = 0
         checkpoint = latest_checkpoint(self.run_dir) if resume else None
         if checkpoint is not None:
@@ -345,8 +347,10 @@ class RLTrainer:
             log_prob, entropy = self.policy.log_probs(batch, with_entropy=m.entropy_coef != 0)
             if entropy is None:
                 entropy = -log_prob.detach()
+            # Without a KL term π_ref serves the diagnostics only: the loss never sees it.
             loss, loss_metrics = method_policy_loss(
-                m, log_prob, old, adv, mask, ref_log_prob=ref, entropy=entropy
+                m, log_prob, old, adv, mask, ref_log_prob=ref if m.kl_coef > 0 else None,
+                entropy=entropy,
             )
             weight = float(aggregation_denominator(mask, m.aggregation)) / max(total, 1e-12)
             (loss * weight).backward()
