@@ -124,35 +124,90 @@ PRELOAD = ("numpy", "sympy")
 """What a warm server imports before it forks runs (the TIR tool's usual imports)."""
 
 
+_SYSCALLS = {  # the audit arch, then the numbers of the calls the filter looks at, by name
+    "x86_64": (0xC000003E, {
+        "unshare": 272, "clone": 56, "socket": 41, "getsockopt": 55, "preadv2": 327,
+        "pwritev2": 328, "add_key": 248, "request_key": 249, "keyctl": 250, "io_setup": 206,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "perf_event_open": 298, "bpf": 321, "inotify_init": 253, "inotify_init1": 294,
+        "fanotify_init": 300, "cachestat": 451, "fadvise64": 221}),
+    "aarch64": (0xC00000B7, {
+        "unshare": 97, "clone": 220, "socket": 198, "getsockopt": 209, "preadv2": 286,
+        "pwritev2": 287, "add_key": 217, "request_key": 218, "keyctl": 219, "io_setup": 0,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "perf_event_open": 241, "bpf": 280, "inotify_init1": 26, "fanotify_init": 262,
+        "cachestat": 451, "fadvise64": 223}),
+}
+REFUSED_SYSCALLS: dict[str, str] = {
+    "add_key": "keys outlive their run in the host kernel, where the next run reads them",
+    "request_key": "the keyrings (above)",
+    "keyctl": "the keyrings (above); the session keyring a process inherits is the host's",
+    "io_setup": "Linux AIO: one run could take every slot of the host-wide fs.aio-max-nr",
+    "io_uring_setup": "io_uring: a large kernel surface that bypasses every argument filter",
+    "io_uring_enter": "io_uring (above)",
+    "io_uring_register": "io_uring (above)",
+    "perf_event_open": "hardware counters and kernel events of the host",
+    "bpf": "programs that read host-wide counters (socket cookies)",
+    "inotify_init": "watches that see the host's reads of the mounted packages",
+    "inotify_init1": "inotify (above)",
+    "fanotify_init": "inotify's big sibling (above)",
+    "cachestat": "reads the shared page cache: a channel between runs",
+    "fadvise64": "evicts shared files from the page cache: a channel between runs",
+}
+"""The calls the sandbox's seccomp filter refuses (``EPERM``) whatever their arguments, and why.
+It also refuses ``preadv2``/``pwritev2`` (``ENOSYS``, so the C library falls back to
+``preadv``/``pwritev`` for plain reads and fails ``RWF_NOWAIT``, a page cache probe), ``clone3``
+(``ENOSYS``), new user namespaces, ``AF_VSOCK`` sockets (the hypervisor's ports),
+``NETLINK_KOBJECT_UEVENT`` (the host's device events) and ``NETLINK_SOCK_DIAG`` sockets, and
+``getsockopt`` of ``SO_COOKIE`` and ``SO_NETNS_COOKIE`` (host-wide counters)."""
+_AF_NETLINK, _AF_VSOCK = 16, 40
+_NETLINK_SOCK_DIAG, _NETLINK_KOBJECT_UEVENT = 4, 15
+_SOL_SOCKET, _SO_COOKIE, _SO_NETNS_COOKIE = 1, 57, 71
+
+
 def _seccomp_program(machine: str) -> bytes | None:
-    """A seccomp filter (bwrap's ``--seccomp`` format) that refuses new user namespaces and the
-    kernel's keyrings.
+    """A seccomp filter (bwrap's ``--seccomp`` format) that refuses new user namespaces, the
+    calls of :data:`REFUSED_SYSCALLS` and the arguments it names.
 
     ``unshare`` and ``clone`` with ``CLONE_NEWUSER`` fail with EPERM; ``clone3``, whose flags
     a filter cannot read, fails with ENOSYS, so libc falls back to ``clone``; so do calls of
-    another ABI (i386, x32), which could otherwise dodge the checks. ``add_key``,
-    ``request_key`` and ``keyctl`` fail with EPERM: a key outlives its run in the host kernel
-    (under a fresh quota for each run's fresh uid, so without bound), where the next run could
-    read it, and the session keyring a process inherits is the host's. ``None`` on other
-    machines.
+    another ABI (i386, x32), which could otherwise dodge the checks (the i386 ``socketcall``
+    among them). ``None`` on other machines.
     """
-    numbers = {"x86_64": (0xC000003E, 272, 56, (248, 249, 250)),
-               "aarch64": (0xC00000B7, 97, 220, (217, 218, 219))}
-    if machine not in numbers:
+    if machine not in _SYSCALLS:
         return None
-    arch, unshare, clone, keyrings = numbers[machine]
+    arch, number = _SYSCALLS[machine]
     load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+
+    def arg(index: int) -> tuple[int, int, int, int]:  # load the low half of args[index]
+        return (load, 0, 0, 16 + 8 * index)
+
     program: list[tuple[int, int | str, int | str, int] | str] = [
         (load, 0, 0, 4),  # seccomp_data.arch
         (jeq, 0, "nosys", arch),
         (load, 0, 0, 0),  # seccomp_data.nr
         (jge, "nosys", 0, 0x40000000),  # the x32 ABI
         (jeq, "nosys", 0, 435),  # clone3
-        *((jeq, "refuse", 0, number) for number in keyrings),
-        (jeq, "flags", 0, unshare),
-        (jeq, "flags", "allow", clone),
-        "flags", (load, 0, 0, 16),  # the low half of args[0]: the flags
+        (jeq, "nosys", 0, number["preadv2"]),
+        (jeq, "nosys", 0, number["pwritev2"]),
+        *((jeq, "refuse", 0, number[name]) for name in REFUSED_SYSCALLS if name in number),
+        (jeq, "socket", 0, number["socket"]),
+        (jeq, "sockopt", 0, number["getsockopt"]),
+        (jeq, "flags", 0, number["unshare"]),
+        (jeq, "flags", "allow", number["clone"]),
+        "flags", arg(0),
         (jset, "refuse", "allow", 0x10000000),  # CLONE_NEWUSER
+        "socket", arg(0),  # the address family
+        (jeq, "refuse", 0, _AF_VSOCK),
+        (jeq, 0, "allow", _AF_NETLINK),
+        arg(2),  # the netlink protocol
+        (jeq, "refuse", 0, _NETLINK_KOBJECT_UEVENT),
+        (jeq, "refuse", "allow", _NETLINK_SOCK_DIAG),
+        "sockopt", arg(1),  # the level
+        (jeq, 0, "allow", _SOL_SOCKET),
+        arg(2),  # the option
+        (jeq, "refuse", 0, _SO_COOKIE),
+        (jeq, "refuse", "allow", _SO_NETNS_COOKIE),
         "allow", (ret, 0, 0, 0x7FFF0000),
         "nosys", (ret, 0, 0, 0x00050000 | 38),
         "refuse", (ret, 0, 0, 0x00050000 | 1),
