@@ -589,7 +589,7 @@ class Sandbox:
                 logger.warning("no warm sandbox servers (%s): every run is cold", error)
         if self._userns is not None:
             self._preload = tuple(preload) if self._cgroups is not None else ()
-            key = (tuple(self._mount_args()), self._layout.python, self._layout.sys_path,
+            key = (tuple(self._mount_args(warm=True)), self._layout.python, self._layout.sys_path,
                    self._preload)
             self._pool = pool(key, self._spawn)
 
@@ -621,7 +621,8 @@ class Sandbox:
         return f"{per_process} (no writable cgroup cpu controller)"
 
     # -- command lines -------------------------------------------------------------------------
-    def _mount_args(self) -> list[str]:
+    def _mount_args(self, *, warm: bool = False) -> list[str]:
+        """bwrap's mounts; a warm server mounts its ``/proc`` itself (see the prelude)."""
         args = ["--ro-bind", "/usr", "/usr"]
         for path in _SYSTEM_LINKS:
             if os.path.islink(path):
@@ -636,7 +637,8 @@ class Sandbox:
                 args += ["--perms", "0755", "--dir", directory]
         for source, target in self._layout.mounts:
             args += ["--ro-bind", source, target]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--dir", "/proc"] if warm else ["--proc", "/proc"]
+        args += ["--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
         args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/tmp", "--clearenv"]
         for key, value in {**_CHILD_ENV, **self._layout.env}.items():
@@ -671,15 +673,15 @@ class Sandbox:
         options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
-            *self._mount_args(),
+            *self._mount_args(warm=warm),
         ]
-        for path in ("/proc/keys", "/proc/key-users"):
+        for path in () if warm else ("/proc/keys", "/proc/key-users", "/proc/cmdline"):
             options += ["--perms", "0444", "--ro-bind-data", str(fds.holding(b"")), path]
         uid = 0
         if _SECCOMP is not None:
             options += ["--seccomp", str(fds.holding(_SECCOMP))]
         if self.is_root:
-            caps = [] if warm else ["CAP_SETUID", "CAP_SETGID"]
+            caps = ["CAP_SYS_ADMIN"] if warm else ["CAP_SETUID", "CAP_SETGID"]
             uid = 0 if warm else draw_uid()
             options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap))]
         else:
