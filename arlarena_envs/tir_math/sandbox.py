@@ -92,12 +92,15 @@ from pathlib import Path
 
 from arlarena_envs.text_rule import MAX_OBS_CHARS, clean_text, truncate_middle
 from arlarena_envs.tir_math._cgroup import CgroupLimits, RunCgroup, find_cgroups
+from arlarena_envs.tir_math._packages import SANDBOX_PACKAGES, allowed_entries, python_trees
 from arlarena_envs.tir_math._uids import UserNamespace, draw_uid, user_namespace
 from arlarena_envs.tir_math._warm import Zygote, ZygoteError, ZygotePool, pool
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "PRELOAD",
+    "REFUSED_SYSCALLS",
+    "SANDBOX_PACKAGES",
     "UNSAFE_ENV_VAR",
     "ExecResult",
     "ExecStatus",
@@ -409,12 +412,14 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class _Layout:
-    """Where the interpreter and its packages are on the host and inside the sandbox."""
+    """Where the interpreter and its packages are on the host and inside the sandbox, and the
+    package trees of the mounted system directories that the sandbox covers."""
 
     python: str
     mounts: tuple[tuple[str, str], ...] = ()
     sys_path: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    covers: tuple[str, ...] = ()
 
 
 def _under(path: Path, roots: Sequence[str]) -> bool:
@@ -445,19 +450,28 @@ def _pth_dirs(site_dir: Path) -> list[Path]:
 
 
 def _detect_layout(site_dirs: Sequence[str] | None, *, mount: bool = True) -> _Layout:
-    """Map this interpreter and its site-packages into the sandbox (read-only mounts).
+    """Map this interpreter and the allowed packages of its site-packages into the sandbox
+    (read-only mounts; :mod:`._packages`), and cover the package trees of what is mounted whole
+    (``/usr``, the interpreter's prefix).
 
-    With ``mount=False`` (no sandbox) everything stays where it is on the host.
+    With ``mount=False`` (no sandbox) everything stays where it is on the host, every package
+    of ``site_dirs`` (and the directories their ``.pth`` files list) on the path.
     """
+    candidates = site_dirs if site_dirs is not None else site.getsitepackages()
+    found = [path for raw in candidates if (path := Path(raw).resolve()).is_dir()]
     base = Path(sys.base_prefix).resolve()
     exe = Path(getattr(sys, "_base_executable", "") or sys.executable).resolve()
     if not exe.is_relative_to(base):
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         exe = (base / "bin" / version).resolve()
-    roots = _system_roots() if mount else ["/"]
+    if not mount:
+        paths = dict.fromkeys(str(p) for d in found for p in (d, *_pth_dirs(d)))
+        return _Layout(str(exe), sys_path=tuple(paths))
+    roots = _system_roots()
     mounts: list[tuple[str, str]] = []
     env: dict[str, str] = {}
     python = str(exe)
+    covers = [str(tree) for root in roots for tree in python_trees(Path(root))]
     if not _under(base, roots):
         inside = f"{_INSIDE}/python"
         mounts.append((str(base), inside))
@@ -465,30 +479,13 @@ def _detect_layout(site_dirs: Sequence[str] | None, *, mount: bool = True) -> _L
         libdir = Path(sysconfig.get_config_var("LIBDIR") or base / "lib").resolve()
         if libdir.is_relative_to(base):
             env["LD_LIBRARY_PATH"] = f"{inside}/{libdir.relative_to(base)}"
-
-    def where(path: Path) -> str | None:
-        if _under(path, roots):
-            return str(path)
-        for source, target in mounts:
-            if path.is_relative_to(source):
-                return str(Path(target) / path.relative_to(source))
-        return None
-
+        covers += [f"{inside}/{tree.relative_to(base)}" for tree in python_trees(base)]
     sys_path: list[str] = []
-    extra = 0
-    candidates = site_dirs if site_dirs is not None else site.getsitepackages()
-    for raw in candidates:
-        path = Path(raw).resolve()
-        if not path.is_dir():
-            continue
-        if where(path) is None:
-            mounts.append((str(path), f"{_INSIDE}/site/{extra}"))
-            extra += 1
-        for entry in (path, *_pth_dirs(path)):
-            target = where(entry)
-            if target is not None and target not in sys_path:
-                sys_path.append(target)
-    return _Layout(python, tuple(mounts), tuple(sys_path), env)
+    for number, (site_dir, entries) in enumerate(allowed_entries(found).items()):
+        target = f"{_INSIDE}/site/{number}"
+        mounts += [(str(site_dir / entry), f"{target}/{entry}") for entry in entries]
+        sys_path.append(target)
+    return _Layout(python, tuple(mounts), tuple(sys_path), env, tuple(covers))
 
 
 _CHILD_ENV = {
@@ -633,10 +630,12 @@ class Sandbox:
         for path in _ETC_FILES:
             args += ["--ro-bind-try", path, path]
         if self._layout.mounts:
-            for directory in (_INSIDE, f"{_INSIDE}/site"):
+            for directory in (_INSIDE, f"{_INSIDE}/site", *self._layout.sys_path):
                 args += ["--perms", "0755", "--dir", directory]
         for source, target in self._layout.mounts:
             args += ["--ro-bind", source, target]
+        for tree in self._layout.covers:  # an empty, read-only directory over each
+            args += ["--perms", "0555", "--size", "4096", "--tmpfs", tree, "--remount-ro", tree]
         args += ["--dir", "/proc"] if warm else ["--proc", "/proc"]
         args += ["--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
