@@ -1071,7 +1071,8 @@ print(json.dumps({{"root": box.is_root, **runs}}))
 def _panel_needles() -> list[str]:
     """What betrays a TIR panel's answer key: a phrase of each question (a 40-character run of
     plain text, so that any encoding of the file shows it) and each answer long enough to be
-    telling (16 characters and more), over every task of every ``math-*`` panel."""
+    telling (16 characters and more, not digits alone: a run of 16 digits of 1/0.85 is in the
+    decimal module's test data), over every task of every ``math-*`` panel."""
     from arlarena_envs.panels import panel_specs
     from arlarena_envs.tir_math.data import load_taskset
 
@@ -1083,7 +1084,7 @@ def _panel_needles() -> list[str]:
                 task = tasks[seed]
                 if runs := re.findall(r"[A-Za-z0-9 ,.?()]{30,}", task.question):
                     needles.add(max(runs, key=len)[:40].strip())
-                if len(task.answer) >= 16:
+                if len(task.answer) >= 16 and not task.answer.isdigit():
                     needles.add(task.answer)
     return sorted(needles)
 

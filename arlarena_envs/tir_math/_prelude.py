@@ -13,9 +13,11 @@ keep the start cheap.
 **The warm server** (``-c PRELUDE serve CONTROL_FD USERNS_FD TMP_BYTES PRELOAD PATH...``, as
 root only): it first joins the user namespace ``USERNS_FD`` (which the host made and owns, so
 its root needs no capability of the host's to join) and becomes its root: a host uid of its
-own, with capabilities over that namespace's objects only, and an empty bounding set. It
+own, with capabilities over that namespace's objects only, and an empty bounding set (before,
+with the ``CAP_SYS_ADMIN`` bwrap left it, it mounts a procfs: see :func:`_serve`). It
 imports the ``PRELOAD`` modules (comma-separated, e.g. numpy and sympy) and becomes, by a fork,
-the init of a pid namespace of its own, which says ``ready`` on the control socket and serves
+the init of a pid namespace and a mount namespace of its own, mounts that pid namespace's
+procfs on ``/proc`` (:func:`_mount_proc`), says ``ready`` on the control socket and serves
 one execution at a time. Each run's process is made ahead: forked at a random pid (so that no
 run chooses the next one's), it takes mount, network, IPC and cgroup namespaces of its own (a
 ``/tmp`` of ``TMP_BYTES``, its own loopback, up) and waits for its request. A request carries

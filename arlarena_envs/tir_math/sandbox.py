@@ -12,12 +12,17 @@ where nothing runs but it (and, warm, its server). The network namespace has one
 its own loopback: bubblewrap (warm, the run's process) brings it up, so the program's processes may
 talk to each other over 127.0.0.1, but nothing outside the namespace (the host's loopback
 included) is reachable. The root is read-only and holds only ``/usr`` (and the ``/bin``,
-``/lib`` links), the Python installation and the current environment's site-packages (mounted
-read-only under ``/opt/arlarena``, so numpy and sympy import), a fresh ``/proc``, a minimal
-``/dev`` and a size-capped private tmpfs ``/tmp`` (the working and home directory). The
-project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The code runs as an
-unprivileged uid, without capabilities, that may not create user namespaces nor use the
-kernel's keyrings (``/proc/keys`` reads empty), with limits on CPU time, processes, file size
+``/lib`` links), the Python installation and, of the current environment's site-packages, only
+the packages of the allowlist :data:`SANDBOX_PACKAGES` (numpy, sympy, mpmath, scipy and what
+they require: :mod:`._packages`), mounted read-only under ``/opt/arlarena``; the package trees
+of ``/usr`` and of the interpreter's prefix are covered by empty directories, so no evaluation
+set, problem generator, model or other library is readable inside. Then a ``/proc`` of the
+run's own pid namespace (``/proc/cmdline``, ``/proc/keys`` and ``/proc/key-users`` read empty),
+a minimal ``/dev`` and a size-capped private tmpfs ``/tmp`` (the working and home directory).
+The project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The code runs
+as an unprivileged uid, without capabilities, under a seccomp filter (:data:`REFUSED_SYSCALLS`:
+no new user namespace, keyring, io_uring, AIO, perf event, bpf, inotify, vsock or uevent
+socket, socket cookie or page cache probe), with limits on CPU time, processes, file size
 and open files; the host enforces wall time and the
 size of everything the program sends back (stdout, stderr, the answer channel), and every
 process of the execution is killed when the program ends or overruns, so none outlives it.
@@ -43,7 +48,9 @@ failing.
 
 **Warm servers** (as root, the default): instead of one bwrap per execution, a process-wide
 pool of warm servers (:mod:`arlarena_envs.tir_math._warm`), each a bwrap set up as above but
-without any capability, whose interpreter joins a user namespace the host made (its root is a
+with ``CAP_SYS_ADMIN`` alone, with which its interpreter mounts a procfs (the kernel lets the
+runs' own be mounted only where one without covered parts is in view) before it joins a user
+namespace the host made (its root is a
 host uid of its own, with capabilities over nothing of the host's: :mod:`._uids`), imports
 :data:`PRELOAD` (where a cgroup bounds runs' memory) and serves one execution at a time, in the
 server's own cgroup, whose limits the host sets to the run's budget on top of what the server
