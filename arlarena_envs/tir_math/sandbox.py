@@ -160,7 +160,7 @@ REFUSED_SYSCALLS: dict[str, str] = {
     "bpf": "programs that read host-wide counters (socket cookies)",
     "inotify_init": "watches that see the host's reads of the mounted packages",
     "inotify_init1": "inotify (above)",
-    "fanotify_init": "inotify's big sibling (above)",
+    "fanotify_init": "the same watches, by fanotify",
     "cachestat": "reads the shared page cache: a channel between runs",
     "fadvise64": "evicts shared files from the page cache: a channel between runs",
 }
