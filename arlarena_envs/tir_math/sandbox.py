@@ -541,7 +541,8 @@ class Sandbox:
             limits: resource limits (defaults: :class:`SandboxLimits`).
             unsafe: run without bubblewrap, with resource limits only. ``None`` reads
                 ``ARLARENA_UNSAFE_SANDBOX``. Never use it for code you do not trust.
-            site_dirs: site-packages dirs to expose (default: this environment's).
+            site_dirs: the site-packages dirs whose allowlisted packages (:data:`SANDBOX_PACKAGES`)
+                runs may import (default: this environment's).
             cgroups: bound each run's memory and processes with a cgroup where one can be made
                 (else, or with ``False``, with per-process limits; see :class:`SandboxLimits`).
             warm: as root, fork each run from a warm server of the process-wide pool (see the
