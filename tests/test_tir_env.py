@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arlarena_envs  # noqa: F401  (registers the ids)
 from arlarena_envs.base import MAX_OBS_CHARS
 from arlarena_envs.tir_math.env import TIRMathEnv
 from arlarena_envs.tir_math.sandbox import MAX_ANSWER_CHARS
+from arlarena_envs.tir_math.turns import cut_point, first_code, prose
 from wrappers import PromptWrapper
 from wrappers.templates import render_prompt
 
@@ -177,6 +182,38 @@ def test_hostile_actions_never_raise(env: TIRMathEnv) -> None:
         obs, reward, *_, info = env.step(action)
         assert isinstance(obs, str) and len(obs) <= MAX_OBS_CHARS
         assert reward in (0.0, 1.0) and isinstance(info["action_is_valid"], bool)
+
+
+@pytest.mark.parametrize("opening", ["x```py\n", "a```\n", " ```python\n", "`` ```\n"])
+def test_a_megabyte_of_unclosed_openings_steps_in_under_a_second(opening: str) -> None:
+    """Openings with no closing fence cost a linear search (the lazy pattern took 5.9 s at
+    40 KB and an hour at 1 MB): 100 KB and then 1 MB of them step in under a second each. A
+    first step starts the grader's helper process, which the timing leaves out."""
+    env = TIRMathEnv(dataset="arithmetic", sandbox_limits=FAST)
+    env.reset(seed=0)
+    env.step("warming up: \\boxed{0}")
+    for size in (100_000, 1_000_000):
+        env.reset(seed=0)
+        action = (opening * (size // len(opening) + 1))[:size]
+        start = time.perf_counter()
+        *_, terminated, _, info = env.step(action)
+        assert time.perf_counter() - start < 1.0, size
+        assert terminated and info["exec_status"] is None  # no complete block: nothing ran
+
+
+STUDY_BLOCK = re.compile(r"```(?:py|python)?\n(.*?)\n```", re.S)  # the study's pattern
+ANY_FENCE = re.compile(r"```[^\n`]*\n.*?```", re.S)
+PIECES = ["```", "```py", "```python", "```text", "````", "\n```", "\n", "`", "x", "py",
+          "python", " ", "print(1)\n"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=14).map("".join))
+def test_the_linear_search_finds_what_the_studys_pattern_did(text: str) -> None:
+    block = STUDY_BLOCK.search(text)
+    assert cut_point(text) == (block.end() if block else len(text))
+    assert first_code(text) == (block.group(1).strip() if block else None)
+    assert prose(text) == ANY_FENCE.sub(" ", text)
 
 
 def test_answers_are_capped_however_they_arrive(env: TIRMathEnv) -> None:

@@ -8,6 +8,7 @@ check that a run leaves nothing (files, processes, IPC objects, random state) fo
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import errno
 import itertools
@@ -18,17 +19,22 @@ import re
 import secrets
 import shutil
 import signal
+import site
 import socket
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import time
 import tracemalloc
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+from arlarena_envs.tir_math._packages import SANDBOX_PACKAGES, allowed_entries
 from arlarena_envs.tir_math.sandbox import (
     MAX_ANSWER_CHARS,
     UNSAFE_ENV_VAR,
@@ -1026,7 +1032,8 @@ def test_works_for_an_unprivileged_caller() -> None:
         directory.chmod(0o755)
         (directory / "__init__.py").touch()
     for name in ("tir_math/sandbox.py", "tir_math/_prelude.py", "tir_math/_cgroup.py",
-                 "tir_math/_warm.py", "tir_math/_uids.py", "text_rule.py"):
+                 "tir_math/_warm.py", "tir_math/_uids.py", "tir_math/_packages.py",
+                 "text_rule.py"):
         shutil.copy(PROJECT / "arlarena_envs" / name, folder / "arlarena_envs" / name)
     for path in folder.rglob("*.py"):
         path.chmod(0o644)
@@ -1058,3 +1065,223 @@ print(json.dumps({{"root": box.is_root, **runs}}))
     assert report["write"] == "error" and int(report["forks"]) < 16
     assert report["keys"] == ["add_key -1 1", "request_key -1 1", "keyctl -1 1"]
 
+
+
+# -- the second battery: the answer key, the kernel's surface, host-wide pools and channels -----
+def _panel_needles() -> list[str]:
+    """What betrays a TIR panel's answer key: a phrase of each question (a 40-character run of
+    plain text, so that any encoding of the file shows it) and each answer long enough to be
+    telling (16 characters and more, not digits alone: a run of 16 digits of 1/0.85 is in the
+    decimal module's test data), over every task of every ``math-*`` panel."""
+    from arlarena_envs.panels import panel_specs
+    from arlarena_envs.tir_math.data import load_taskset
+
+    needles = set()
+    for name, spec in panel_specs().items():
+        if name.startswith("math-"):
+            tasks = load_taskset(spec.options["split"])
+            for seed in spec.seeds:
+                task = tasks[seed]
+                if runs := re.findall(r"[A-Za-z0-9 ,.?()]{30,}", task.question):
+                    needles.add(max(runs, key=len)[:40].strip())
+                if len(task.answer) >= 16 and not task.answer.isdigit():
+                    needles.add(task.answer)
+    return sorted(needles)
+
+
+ANSWER_SEARCH = """
+import subprocess
+needles = NEEDLES
+found = subprocess.run(
+    ['grep', '-rlIF', '--no-messages', '-f', '-', '/', '--exclude-dir=proc',
+     '--exclude-dir=sys', '--exclude-dir=dev'],
+    input='\\n'.join(needles), capture_output=True, text=True).stdout.split()
+print(len(needles), found[:20])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_no_panel_answer_is_anywhere_a_run_can_read(warm: bool) -> None:
+    """Code in the sandbox searches every file it can read (the whole tree but ``/proc``,
+    ``/sys``, ``/dev``) for the questions and telling answers of every TIR panel, the evaluation
+    sets' files and the training generators' templates included, and finds none. (Text files:
+    ``grep -I`` skips binary ones, whose names the next test checks; some 40 s a path.)"""
+    needles = _panel_needles()
+    assert len(needles) > 500
+    box = Sandbox(SandboxLimits(wall_time_s=600, cpu_time_s=600), warm=warm)
+    result = box.run(ANSWER_SEARCH.replace("NEEDLES", repr(needles)))
+    assert result.ok, result.stderr
+    assert result.stdout == f"{len(needles)} []\n", result.stdout
+
+
+DATA_FILES = {".json", ".jsonl", ".parquet", ".csv", ".tsv", ".gz", ".arrow", ".npz", ".npy",
+              ".pkl", ".pt", ".bin", ".safetensors", ".txt", ".zip", ".xz", ".bz2"}
+
+
+def test_no_installed_dataset_or_other_package_is_reachable(sandbox: Sandbox) -> None:
+    """Of site-packages a run sees exactly the allowlist's distributions (:data:`SANDBOX_PACKAGES`
+    and what they require); no installed data file of any other distribution exists inside,
+    where the host has it or where the allowed packages are mounted, and neither the evaluation
+    sets, the generators, torch nor this project import. The interpreter's own site-packages
+    and the system's package trees read empty."""
+    site_dir = Path(site.getsitepackages()[0]).resolve()
+    allowed = allowed_entries([site_dir])[site_dir]
+    assert {"numpy", "sympy", "mpmath"} <= set(allowed) and "champ_dataset" not in allowed
+    paths = []
+    for distribution in metadata.distributions(path=[str(site_dir)]):
+        for file in distribution.files or ():
+            if file.parts and file.parts[0] not in allowed and file.suffix in DATA_FILES:
+                paths.append(str(file))
+    assert any(p.startswith("champ_dataset/") for p in paths), "the CHAMP set is not installed"
+    base_site = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    code = f"""
+import importlib, os
+paths, site_dir = {paths!r}, {str(site_dir)!r}
+inside = ['/opt/arlarena/site/' + d for d in os.listdir('/opt/arlarena/site')]
+print(sorted(set().union(*(os.listdir(d) for d in inside))))
+print([p for p in paths for d in (site_dir, *inside) if os.path.lexists(os.path.join(d, p))][:5])
+for name in ('champ_dataset', 'reasoning_gym', 'torch', 'datasets', 'arlarena_envs'):
+    try:
+        importlib.import_module(name)
+        print('imported', name)
+    except ImportError:
+        pass
+trees = ['/opt/arlarena/python/' + {os.path.relpath(base_site["purelib"], sys.base_prefix)!r},
+         '/usr/lib/python3/dist-packages']
+print([t for t in trees if os.path.isdir(t) and os.listdir(t)])
+"""
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    listed, found, *rest = result.stdout.splitlines()
+    assert listed == repr(sorted(allowed)) and found == "[]" and rest == ["[]"], result.stdout
+    assert set(SANDBOX_PACKAGES) - {"scipy"} <= {e.split("-")[0] for e in allowed}
+
+
+SYSCALLS = """
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+NUMBERS = {'x86_64': dict(io_setup=206, io_uring_setup=425, perf_event_open=298, bpf=321,
+                          inotify_init1=294, fanotify_init=300, cachestat=451),
+           'aarch64': dict(io_setup=0, io_uring_setup=425, perf_event_open=241, bpf=280,
+                           inotify_init1=26, fanotify_init=262, cachestat=451)}[os.uname().machine]
+def call(name, *args):
+    result = libc.syscall(NUMBERS[name], *args)
+    return errno.errorcode.get(ctypes.get_errno(), 'ok') if result < 0 else 'ok'
+def sock(family, kind, protocol=0):
+    try:
+        socket.socket(family, kind, protocol).close()
+        return 'ok'
+    except OSError as error:
+        return errno.errorcode[error.errno]
+def option(name):
+    try:
+        socket.socket().getsockopt(socket.SOL_SOCKET, name, 8)
+        return 'ok'
+    except OSError as error:
+        return errno.errorcode[error.errno]
+buffer = ctypes.create_string_buffer(256)
+context = ctypes.c_ulong(0)
+fd = os.open('/usr/bin/env', os.O_RDONLY)
+try:
+    os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)
+    nowait = 'ok'
+except OSError as error:
+    nowait = errno.errorcode[error.errno]
+try:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    fadvise = 'ok'
+except OSError as error:
+    fadvise = errno.errorcode[error.errno]
+print({
+    'vsock': sock(40, socket.SOCK_STREAM),
+    'vsock_dgram': sock(40, socket.SOCK_DGRAM),
+    'uevent': sock(16, socket.SOCK_DGRAM, 15),
+    'sock_diag': sock(16, socket.SOCK_DGRAM, 4),
+    'netlink_route': sock(16, socket.SOCK_DGRAM, 0),
+    'io_setup': call('io_setup', 65536, ctypes.byref(context)),
+    'io_uring_setup': call('io_uring_setup', 8, buffer),
+    'perf_event_open': call('perf_event_open', buffer, 0, -1, -1, 0),
+    'bpf': call('bpf', 0, buffer, 72),
+    'inotify': call('inotify_init1', 0),
+    'fanotify': call('fanotify_init', 0, 0),
+    'cachestat': call('cachestat', fd, buffer, buffer, 0),
+    'so_cookie': option(57),
+    'so_netns_cookie': option(71),
+    'preadv2_nowait': nowait,
+    'preadv': 'ok' if os.preadv(fd, [bytearray(16)], 0) == 16 else 'short',
+    'fadvise': fadvise,
+    'cmdline': open('/proc/cmdline').read(),
+})
+"""
+
+
+def _syscalls(sandbox: Sandbox) -> dict[str, str]:
+    result = sandbox.run(SYSCALLS)
+    assert result.ok, result.stderr
+    return ast.literal_eval(result.stdout)
+
+
+def test_vsock_is_refused_also_through_io_uring(sandbox: Sandbox) -> None:
+    """``AF_VSOCK`` lies outside every namespace (the hypervisor's ports): no socket of it,
+    and no io_uring to make one with (io_uring's socket op would bypass the filter)."""
+    calls = _syscalls(sandbox)
+    assert calls["vsock"] == calls["vsock_dgram"] == "EPERM", calls
+    assert calls["io_uring_setup"] == "EPERM", calls
+
+
+def test_a_run_cannot_take_the_hosts_aio_pool(sandbox: Sandbox) -> None:
+    """``io_setup`` is refused: a run holds no slot of the host-wide ``fs.aio-max-nr``, so the
+    host's own AIO users keep theirs."""
+    calls = _syscalls(sandbox)
+    assert calls["io_setup"] == "EPERM", calls
+
+
+def test_io_uring_and_perf_events_are_refused(sandbox: Sandbox) -> None:
+    calls = _syscalls(sandbox)
+    assert calls["io_uring_setup"] == calls["perf_event_open"] == calls["bpf"] == "EPERM", calls
+
+
+def test_the_channels_between_runs_are_closed(sandbox: Sandbox) -> None:
+    """The host-wide socket-cookie counter cannot be read (``SO_COOKIE``, ``SO_NETNS_COOKIE``,
+    sock_diag, bpf), nor the page cache probed (``RWF_NOWAIT``, ``cachestat``) or flushed
+    (``fadvise``); plain reads still work. Timing a plain read stays possible (see the docs)."""
+    calls = _syscalls(sandbox)
+    assert calls["so_cookie"] == calls["so_netns_cookie"] == calls["sock_diag"] == "EPERM", calls
+    assert calls["preadv2_nowait"] in ("ENOTSUP", "EOPNOTSUPP") and calls["preadv"] == "ok", calls
+    assert calls["cachestat"] == calls["fadvise"] == "EPERM", calls
+
+
+def test_host_events_and_the_kernel_command_line_are_out_of_reach(sandbox: Sandbox) -> None:
+    """No inotify or fanotify watch (which would see the host's reads of the mounted packages),
+    no ``NETLINK_KOBJECT_UEVENT`` socket (the host's device events), an empty ``/proc/cmdline``;
+    ordinary netlink (routes, used by name lookups) still opens."""
+    calls = _syscalls(sandbox)
+    assert calls["inotify"] == calls["fanotify"] == calls["uevent"] == "EPERM", calls
+    assert calls["cmdline"] == "" and calls["netlink_route"] == "ok", calls
+
+
+OWN_PROC = """
+import os
+pid = os.getpid()
+status = dict(line.split(':', 1) for line in open(f'/proc/{pid}/status').read().splitlines())
+start = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[19])  # what psutil reads
+boot = [line for line in open('/proc/stat').read().splitlines() if line.startswith('btime')]
+listed = {p: open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[0].decode()
+          for p in os.listdir('/proc') if p.isdigit()}
+print(os.readlink('/proc/self') == str(pid), int(status['Pid']) == pid, start > 0, len(boot))
+print(sorted(set(listed.values())))
+"""
+
+
+def test_a_run_reads_its_own_processes_in_proc(sandbox: Sandbox) -> None:
+    """``/proc`` is the run's own pid namespace's: ``/proc/<os.getpid()>`` is the run (and
+    ``/proc/stat`` is there: what ``psutil.Process()`` reads), and a warm run lists no bwrap, no
+    server and no waiter, only itself (a cold one: itself and the bwrap it runs under)."""
+    result = sandbox.run(OWN_PROC)
+    assert result.ok, result.stderr
+    checks, listed = result.stdout.splitlines()
+    assert checks == "True True True 1", result.stdout
+    programs = ast.literal_eval(listed)
+    expected = 1 if sandbox.warm else 2
+    assert len(programs) == expected and any("python" in p for p in programs), programs

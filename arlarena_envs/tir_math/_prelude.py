@@ -13,9 +13,11 @@ keep the start cheap.
 **The warm server** (``-c PRELUDE serve CONTROL_FD USERNS_FD TMP_BYTES PRELOAD PATH...``, as
 root only): it first joins the user namespace ``USERNS_FD`` (which the host made and owns, so
 its root needs no capability of the host's to join) and becomes its root: a host uid of its
-own, with capabilities over that namespace's objects only, and an empty bounding set. It
+own, with capabilities over that namespace's objects only, and an empty bounding set (before,
+with the ``CAP_SYS_ADMIN`` bwrap left it, it mounts a procfs: see :func:`_serve`). It
 imports the ``PRELOAD`` modules (comma-separated, e.g. numpy and sympy) and becomes, by a fork,
-the init of a pid namespace of its own, which says ``ready`` on the control socket and serves
+the init of a pid namespace and a mount namespace of its own, mounts that pid namespace's
+procfs on ``/proc`` (:func:`_mount_proc`), says ``ready`` on the control socket and serves
 one execution at a time. Each run's process is made ahead: forked at a random pid (so that no
 run chooses the next one's), it takes mount, network, IPC and cgroup namespaces of its own (a
 ``/tmp`` of ``TMP_BYTES``, its own loopback, up) and waits for its request. A request carries
@@ -129,7 +131,9 @@ def _print_traceback(error: BaseException, code: str) -> None:
 # -- the warm server ---------------------------------------------------------------------------
 _NEWNS, _NEWCGROUP, _NEWIPC, _NEWUSER, _NEWPID, _NEWNET = (
     0x00020000, 0x02000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
-_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = (
+    1, 2, 4, 8, 32, 1 << 12, 1 << 14, 1 << 18)
+_PROC_FLAGS = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
 _PR_CAPBSET_DROP = 24
 
 
@@ -139,6 +143,9 @@ def _serve(control_fd: int, userns_fd: int, tmp_bytes: int, preload: list[str]) 
     import gc
     import os
 
+    # with the one capability bwrap left it (CAP_SYS_ADMIN, gone at setns): a procfs without
+    # covered parts, which the kernel wants visible before the runs' own can be mounted
+    _call("mount", b"proc", b"/proc", b"proc", _PROC_FLAGS, None)
     _call("setns", userns_fd, _NEWUSER)  # the owner's uid: all capabilities, only there
     os.close(userns_fd)
     os.setresgid(0, 0, 0)
@@ -153,7 +160,7 @@ def _serve(control_fd: int, userns_fd: int, tmp_bytes: int, preload: list[str]) 
             pass
     gc.collect()
     gc.freeze()  # keep the preloaded objects out of every child's collections
-    _call("unshare", _NEWPID)
+    _call("unshare", _NEWPID | _NEWNS)
     server = os.fork()
     if server:  # this process waits for the server, which it cannot be, and ends with it
         os.close(control_fd)
@@ -172,8 +179,9 @@ def _serve_runs(control_fd: int, tmp_bytes: int) -> None:
     import socket
 
     pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    last_pid = _mount_proc()
     control = socket.socket(fileno=control_fd)
-    run, channel = _prepare(control, tmp_bytes, pid_max)
+    run, channel = _prepare(control, tmp_bytes, last_pid, pid_max)
     control.send(b"ready")
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the host stops reading the server's own streams once it is ready
@@ -200,11 +208,37 @@ def _serve_runs(control_fd: int, tmp_bytes: int) -> None:
             control.send(b"exit %d" % status)
         except OSError:
             break
-        run, channel = _prepare(control, tmp_bytes, pid_max)
+        run, channel = _prepare(control, tmp_bytes, last_pid, pid_max)
     os._exit(0)
 
 
-def _prepare(control: object, tmp_bytes: int, pid_max: int) -> tuple[int, object]:
+def _mount_proc() -> int:
+    """Mount a procfs of the runs' pid namespace on ``/proc`` (so that a run's ``/proc/<pid>``
+    is its own), where a run sees its own processes only (``hidepid=2``: not this server, of
+    another uid), ``sys``, ``sysrq-trigger``, ``irq`` and ``bus`` are read-only (as bwrap leaves
+    them) and ``keys``, ``key-users`` and ``cmdline`` read empty; the server's handle on its
+    ``ns_last_pid``, opened before ``/proc/sys`` turns read-only."""
+    import os
+
+    _call("mount", None, b"/", None, _MS_REC | _MS_PRIVATE, None)
+    _call("mount", b"proc", b"/proc", b"proc", _PROC_FLAGS, b"hidepid=2")
+    last_pid = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY | os.O_CLOEXEC)
+    empty = "/tmp/.empty"
+    os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444))
+    covers = {name: f"/proc/{name}" for name in ("sys", "sysrq-trigger", "irq", "bus")}
+    covers.update({name: empty for name in ("keys", "key-users", "cmdline")})
+    for name, source in covers.items():
+        target = f"/proc/{name}".encode()
+        if os.path.exists(target):
+            _call("mount", source.encode(), target, None, _MS_BIND | _MS_REC, None)
+            _call("mount", None, target, None,
+                  _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _PROC_FLAGS, None)
+    os.unlink(empty)
+    return last_pid
+
+
+def _prepare(control: object, tmp_bytes: int, last_pid: int, pid_max: int,
+             ) -> tuple[int, object]:
     """The next run, made ahead: its process, at a random pid (so that no run chooses the
     next one's), in namespaces of its own (:func:`_isolate`), waiting on the returned channel
     for its request."""
@@ -212,8 +246,8 @@ def _prepare(control: object, tmp_bytes: int, pid_max: int) -> tuple[int, object
     import socket
 
     # the server may: its user namespace owns the runs' pid namespace
-    with open("/proc/sys/kernel/ns_last_pid", "w") as last_pid:
-        last_pid.write(str(300 + int.from_bytes(os.urandom(4), "little") % (pid_max - 400)))
+    pid = 300 + int.from_bytes(os.urandom(4), "little") % (pid_max - 400)
+    os.pwrite(last_pid, str(pid).encode(), 0)
     server_end, run_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     run = os.fork()
     if run == 0:

@@ -12,12 +12,17 @@ where nothing runs but it (and, warm, its server). The network namespace has one
 its own loopback: bubblewrap (warm, the run's process) brings it up, so the program's processes may
 talk to each other over 127.0.0.1, but nothing outside the namespace (the host's loopback
 included) is reachable. The root is read-only and holds only ``/usr`` (and the ``/bin``,
-``/lib`` links), the Python installation and the current environment's site-packages (mounted
-read-only under ``/opt/arlarena``, so numpy and sympy import), a fresh ``/proc``, a minimal
-``/dev`` and a size-capped private tmpfs ``/tmp`` (the working and home directory). The
-project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The code runs as an
-unprivileged uid, without capabilities, that may not create user namespaces nor use the
-kernel's keyrings (``/proc/keys`` reads empty), with limits on CPU time, processes, file size
+``/lib`` links), the Python installation and, of the current environment's site-packages, only
+the packages of the allowlist :data:`SANDBOX_PACKAGES` (numpy, sympy, mpmath, scipy and what
+they require: :mod:`._packages`), mounted read-only under ``/opt/arlarena``; the package trees
+of ``/usr`` and of the interpreter's prefix are covered by empty directories, so no evaluation
+set, problem generator, model or other library is readable inside. Then a ``/proc`` of the
+run's own pid namespace (``/proc/cmdline``, ``/proc/keys`` and ``/proc/key-users`` read empty),
+a minimal ``/dev`` and a size-capped private tmpfs ``/tmp`` (the working and home directory).
+The project, ``/root``, ``/home`` and the rest of ``/etc`` do not exist inside. The code runs
+as an unprivileged uid, without capabilities, under a seccomp filter (:data:`REFUSED_SYSCALLS`:
+no new user namespace, keyring, io_uring, AIO, perf event, bpf, inotify, vsock or uevent
+socket, socket cookie or page cache probe), with limits on CPU time, processes, file size
 and open files; the host enforces wall time and the
 size of everything the program sends back (stdout, stderr, the answer channel), and every
 process of the execution is killed when the program ends or overruns, so none outlives it.
@@ -43,7 +48,9 @@ failing.
 
 **Warm servers** (as root, the default): instead of one bwrap per execution, a process-wide
 pool of warm servers (:mod:`arlarena_envs.tir_math._warm`), each a bwrap set up as above but
-without any capability, whose interpreter joins a user namespace the host made (its root is a
+with ``CAP_SYS_ADMIN`` alone, with which its interpreter mounts a procfs (the kernel lets the
+runs' own be mounted only where one without covered parts is in view) before it joins a user
+namespace the host made (its root is a
 host uid of its own, with capabilities over nothing of the host's: :mod:`._uids`), imports
 :data:`PRELOAD` (where a cgroup bounds runs' memory) and serves one execution at a time, in the
 server's own cgroup, whose limits the host sets to the run's budget on top of what the server
@@ -92,12 +99,15 @@ from pathlib import Path
 
 from arlarena_envs.text_rule import MAX_OBS_CHARS, clean_text, truncate_middle
 from arlarena_envs.tir_math._cgroup import CgroupLimits, RunCgroup, find_cgroups
+from arlarena_envs.tir_math._packages import SANDBOX_PACKAGES, allowed_entries, python_trees
 from arlarena_envs.tir_math._uids import UserNamespace, draw_uid, user_namespace
 from arlarena_envs.tir_math._warm import Zygote, ZygoteError, ZygotePool, pool
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "PRELOAD",
+    "REFUSED_SYSCALLS",
+    "SANDBOX_PACKAGES",
     "UNSAFE_ENV_VAR",
     "ExecResult",
     "ExecStatus",
@@ -124,35 +134,90 @@ PRELOAD = ("numpy", "sympy")
 """What a warm server imports before it forks runs (the TIR tool's usual imports)."""
 
 
+_SYSCALLS = {  # the audit arch, then the numbers of the calls the filter looks at, by name
+    "x86_64": (0xC000003E, {
+        "unshare": 272, "clone": 56, "socket": 41, "getsockopt": 55, "preadv2": 327,
+        "pwritev2": 328, "add_key": 248, "request_key": 249, "keyctl": 250, "io_setup": 206,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "perf_event_open": 298, "bpf": 321, "inotify_init": 253, "inotify_init1": 294,
+        "fanotify_init": 300, "cachestat": 451, "fadvise64": 221}),
+    "aarch64": (0xC00000B7, {
+        "unshare": 97, "clone": 220, "socket": 198, "getsockopt": 209, "preadv2": 286,
+        "pwritev2": 287, "add_key": 217, "request_key": 218, "keyctl": 219, "io_setup": 0,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "perf_event_open": 241, "bpf": 280, "inotify_init1": 26, "fanotify_init": 262,
+        "cachestat": 451, "fadvise64": 223}),
+}
+REFUSED_SYSCALLS: dict[str, str] = {
+    "add_key": "keys outlive their run in the host kernel, where the next run reads them",
+    "request_key": "the keyrings (above)",
+    "keyctl": "the keyrings (above); the session keyring a process inherits is the host's",
+    "io_setup": "Linux AIO: one run could take every slot of the host-wide fs.aio-max-nr",
+    "io_uring_setup": "io_uring: a large kernel surface that bypasses every argument filter",
+    "io_uring_enter": "io_uring (above)",
+    "io_uring_register": "io_uring (above)",
+    "perf_event_open": "hardware counters and kernel events of the host",
+    "bpf": "programs that read host-wide counters (socket cookies)",
+    "inotify_init": "watches that see the host's reads of the mounted packages",
+    "inotify_init1": "inotify (above)",
+    "fanotify_init": "the same watches, by fanotify",
+    "cachestat": "reads the shared page cache: a channel between runs",
+    "fadvise64": "evicts shared files from the page cache: a channel between runs",
+}
+"""The calls the sandbox's seccomp filter refuses (``EPERM``) whatever their arguments, and why.
+It also refuses ``preadv2``/``pwritev2`` (``ENOSYS``, so the C library falls back to
+``preadv``/``pwritev`` for plain reads and fails ``RWF_NOWAIT``, a page cache probe), ``clone3``
+(``ENOSYS``), new user namespaces, ``AF_VSOCK`` sockets (the hypervisor's ports),
+``NETLINK_KOBJECT_UEVENT`` (the host's device events) and ``NETLINK_SOCK_DIAG`` sockets, and
+``getsockopt`` of ``SO_COOKIE`` and ``SO_NETNS_COOKIE`` (host-wide counters)."""
+_AF_NETLINK, _AF_VSOCK = 16, 40
+_NETLINK_SOCK_DIAG, _NETLINK_KOBJECT_UEVENT = 4, 15
+_SOL_SOCKET, _SO_COOKIE, _SO_NETNS_COOKIE = 1, 57, 71
+
+
 def _seccomp_program(machine: str) -> bytes | None:
-    """A seccomp filter (bwrap's ``--seccomp`` format) that refuses new user namespaces and the
-    kernel's keyrings.
+    """A seccomp filter (bwrap's ``--seccomp`` format) that refuses new user namespaces, the
+    calls of :data:`REFUSED_SYSCALLS` and the arguments it names.
 
     ``unshare`` and ``clone`` with ``CLONE_NEWUSER`` fail with EPERM; ``clone3``, whose flags
     a filter cannot read, fails with ENOSYS, so libc falls back to ``clone``; so do calls of
-    another ABI (i386, x32), which could otherwise dodge the checks. ``add_key``,
-    ``request_key`` and ``keyctl`` fail with EPERM: a key outlives its run in the host kernel
-    (under a fresh quota for each run's fresh uid, so without bound), where the next run could
-    read it, and the session keyring a process inherits is the host's. ``None`` on other
-    machines.
+    another ABI (i386, x32), which could otherwise dodge the checks (the i386 ``socketcall``
+    among them). ``None`` on other machines.
     """
-    numbers = {"x86_64": (0xC000003E, 272, 56, (248, 249, 250)),
-               "aarch64": (0xC00000B7, 97, 220, (217, 218, 219))}
-    if machine not in numbers:
+    if machine not in _SYSCALLS:
         return None
-    arch, unshare, clone, keyrings = numbers[machine]
+    arch, number = _SYSCALLS[machine]
     load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+
+    def arg(index: int) -> tuple[int, int, int, int]:  # load the low half of args[index]
+        return (load, 0, 0, 16 + 8 * index)
+
     program: list[tuple[int, int | str, int | str, int] | str] = [
         (load, 0, 0, 4),  # seccomp_data.arch
         (jeq, 0, "nosys", arch),
         (load, 0, 0, 0),  # seccomp_data.nr
         (jge, "nosys", 0, 0x40000000),  # the x32 ABI
         (jeq, "nosys", 0, 435),  # clone3
-        *((jeq, "refuse", 0, number) for number in keyrings),
-        (jeq, "flags", 0, unshare),
-        (jeq, "flags", "allow", clone),
-        "flags", (load, 0, 0, 16),  # the low half of args[0]: the flags
+        (jeq, "nosys", 0, number["preadv2"]),
+        (jeq, "nosys", 0, number["pwritev2"]),
+        *((jeq, "refuse", 0, number[name]) for name in REFUSED_SYSCALLS if name in number),
+        (jeq, "socket", 0, number["socket"]),
+        (jeq, "sockopt", 0, number["getsockopt"]),
+        (jeq, "flags", 0, number["unshare"]),
+        (jeq, "flags", "allow", number["clone"]),
+        "flags", arg(0),
         (jset, "refuse", "allow", 0x10000000),  # CLONE_NEWUSER
+        "socket", arg(0),  # the address family
+        (jeq, "refuse", 0, _AF_VSOCK),
+        (jeq, 0, "allow", _AF_NETLINK),
+        arg(2),  # the netlink protocol
+        (jeq, "refuse", 0, _NETLINK_KOBJECT_UEVENT),
+        (jeq, "refuse", "allow", _NETLINK_SOCK_DIAG),
+        "sockopt", arg(1),  # the level
+        (jeq, 0, "allow", _SOL_SOCKET),
+        arg(2),  # the option
+        (jeq, "refuse", 0, _SO_COOKIE),
+        (jeq, "refuse", "allow", _SO_NETNS_COOKIE),
         "allow", (ret, 0, 0, 0x7FFF0000),
         "nosys", (ret, 0, 0, 0x00050000 | 38),
         "refuse", (ret, 0, 0, 0x00050000 | 1),
@@ -354,12 +419,14 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class _Layout:
-    """Where the interpreter and its packages are on the host and inside the sandbox."""
+    """Where the interpreter and its packages are on the host and inside the sandbox, and the
+    package trees of the mounted system directories that the sandbox covers."""
 
     python: str
     mounts: tuple[tuple[str, str], ...] = ()
     sys_path: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    covers: tuple[str, ...] = ()
 
 
 def _under(path: Path, roots: Sequence[str]) -> bool:
@@ -390,19 +457,28 @@ def _pth_dirs(site_dir: Path) -> list[Path]:
 
 
 def _detect_layout(site_dirs: Sequence[str] | None, *, mount: bool = True) -> _Layout:
-    """Map this interpreter and its site-packages into the sandbox (read-only mounts).
+    """Map this interpreter and the allowed packages of its site-packages into the sandbox
+    (read-only mounts; :mod:`._packages`), and cover the package trees of what is mounted whole
+    (``/usr``, the interpreter's prefix).
 
-    With ``mount=False`` (no sandbox) everything stays where it is on the host.
+    With ``mount=False`` (no sandbox) everything stays where it is on the host, every package
+    of ``site_dirs`` (and the directories their ``.pth`` files list) on the path.
     """
+    candidates = site_dirs if site_dirs is not None else site.getsitepackages()
+    found = [path for raw in candidates if (path := Path(raw).resolve()).is_dir()]
     base = Path(sys.base_prefix).resolve()
     exe = Path(getattr(sys, "_base_executable", "") or sys.executable).resolve()
     if not exe.is_relative_to(base):
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         exe = (base / "bin" / version).resolve()
-    roots = _system_roots() if mount else ["/"]
+    if not mount:
+        paths = dict.fromkeys(str(p) for d in found for p in (d, *_pth_dirs(d)))
+        return _Layout(str(exe), sys_path=tuple(paths))
+    roots = _system_roots()
     mounts: list[tuple[str, str]] = []
     env: dict[str, str] = {}
     python = str(exe)
+    covers = [str(tree) for root in roots for tree in python_trees(Path(root))]
     if not _under(base, roots):
         inside = f"{_INSIDE}/python"
         mounts.append((str(base), inside))
@@ -410,30 +486,13 @@ def _detect_layout(site_dirs: Sequence[str] | None, *, mount: bool = True) -> _L
         libdir = Path(sysconfig.get_config_var("LIBDIR") or base / "lib").resolve()
         if libdir.is_relative_to(base):
             env["LD_LIBRARY_PATH"] = f"{inside}/{libdir.relative_to(base)}"
-
-    def where(path: Path) -> str | None:
-        if _under(path, roots):
-            return str(path)
-        for source, target in mounts:
-            if path.is_relative_to(source):
-                return str(Path(target) / path.relative_to(source))
-        return None
-
+        covers += [f"{inside}/{tree.relative_to(base)}" for tree in python_trees(base)]
     sys_path: list[str] = []
-    extra = 0
-    candidates = site_dirs if site_dirs is not None else site.getsitepackages()
-    for raw in candidates:
-        path = Path(raw).resolve()
-        if not path.is_dir():
-            continue
-        if where(path) is None:
-            mounts.append((str(path), f"{_INSIDE}/site/{extra}"))
-            extra += 1
-        for entry in (path, *_pth_dirs(path)):
-            target = where(entry)
-            if target is not None and target not in sys_path:
-                sys_path.append(target)
-    return _Layout(python, tuple(mounts), tuple(sys_path), env)
+    for number, (site_dir, entries) in enumerate(allowed_entries(found).items()):
+        target = f"{_INSIDE}/site/{number}"
+        mounts += [(str(site_dir / entry), f"{target}/{entry}") for entry in entries]
+        sys_path.append(target)
+    return _Layout(python, tuple(mounts), tuple(sys_path), env, tuple(covers))
 
 
 _CHILD_ENV = {
@@ -482,7 +541,8 @@ class Sandbox:
             limits: resource limits (defaults: :class:`SandboxLimits`).
             unsafe: run without bubblewrap, with resource limits only. ``None`` reads
                 ``ARLARENA_UNSAFE_SANDBOX``. Never use it for code you do not trust.
-            site_dirs: site-packages dirs to expose (default: this environment's).
+            site_dirs: the site-packages dirs whose allowlisted packages (:data:`SANDBOX_PACKAGES`)
+                runs may import (default: this environment's).
             cgroups: bound each run's memory and processes with a cgroup where one can be made
                 (else, or with ``False``, with per-process limits; see :class:`SandboxLimits`).
             warm: as root, fork each run from a warm server of the process-wide pool (see the
@@ -534,7 +594,7 @@ class Sandbox:
                 logger.warning("no warm sandbox servers (%s): every run is cold", error)
         if self._userns is not None:
             self._preload = tuple(preload) if self._cgroups is not None else ()
-            key = (tuple(self._mount_args()), self._layout.python, self._layout.sys_path,
+            key = (tuple(self._mount_args(warm=True)), self._layout.python, self._layout.sys_path,
                    self._preload)
             self._pool = pool(key, self._spawn)
 
@@ -566,7 +626,8 @@ class Sandbox:
         return f"{per_process} (no writable cgroup cpu controller)"
 
     # -- command lines -------------------------------------------------------------------------
-    def _mount_args(self) -> list[str]:
+    def _mount_args(self, *, warm: bool = False) -> list[str]:
+        """bwrap's mounts; a warm server mounts its ``/proc`` itself (see the prelude)."""
         args = ["--ro-bind", "/usr", "/usr"]
         for path in _SYSTEM_LINKS:
             if os.path.islink(path):
@@ -577,11 +638,14 @@ class Sandbox:
         for path in _ETC_FILES:
             args += ["--ro-bind-try", path, path]
         if self._layout.mounts:
-            for directory in (_INSIDE, f"{_INSIDE}/site"):
+            for directory in (_INSIDE, f"{_INSIDE}/site", *self._layout.sys_path):
                 args += ["--perms", "0755", "--dir", directory]
         for source, target in self._layout.mounts:
             args += ["--ro-bind", source, target]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        for tree in self._layout.covers:  # an empty, read-only directory over each
+            args += ["--perms", "0555", "--size", "4096", "--tmpfs", tree, "--remount-ro", tree]
+        args += ["--dir", "/proc"] if warm else ["--proc", "/proc"]
+        args += ["--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
         args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/tmp", "--clearenv"]
         for key, value in {**_CHILD_ENV, **self._layout.env}.items():
@@ -616,15 +680,15 @@ class Sandbox:
         options = [
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session",
-            *self._mount_args(),
+            *self._mount_args(warm=warm),
         ]
-        for path in ("/proc/keys", "/proc/key-users"):
+        for path in () if warm else ("/proc/keys", "/proc/key-users", "/proc/cmdline"):
             options += ["--perms", "0444", "--ro-bind-data", str(fds.holding(b"")), path]
         uid = 0
         if _SECCOMP is not None:
             options += ["--seccomp", str(fds.holding(_SECCOMP))]
         if self.is_root:
-            caps = [] if warm else ["CAP_SETUID", "CAP_SETGID"]
+            caps = ["CAP_SYS_ADMIN"] if warm else ["CAP_SETUID", "CAP_SETGID"]
             uid = 0 if warm else draw_uid()
             options += ["--cap-drop", "ALL", *(arg for cap in caps for arg in ("--cap-add", cap))]
         else:

@@ -33,9 +33,24 @@ FINAL_ANSWER_DEF = '\ndef final_answer(result):\n    print(f"\\\\boxed{{{result}
 """What the study puts before every block (``append_final_answer_func``): ``final_answer(x)``
 prints ``\\boxed{x}``, and the program goes on."""
 
-_BLOCK = re.compile(r"```(?:py|python)?\n(.*?)\n```", re.S)
-_ANY_FENCE = re.compile(r"```[^\n`]*\n.*?```", re.S)
+_FENCE = "```"
+_OPEN_CODE = re.compile(r"```(?:py|python)?\n")
+_OPEN_ANY = re.compile(r"```[^\n`]*\n")
 _TRUNCATED = "\n..._This content has been truncated to stay below {} characters_...\n"
+
+
+def _first_block(text: str) -> tuple[int, int, int] | None:
+    """Where the first code block's code starts and ends, and where its closing fence ends.
+
+    The first opening fence decides: a later one's code would start later still, so if no
+    closing follows the first, none follows any. One pass over ``text``: an action of a million
+    characters full of openings costs what a short one does per character.
+    """
+    opening = _OPEN_CODE.search(text)
+    if opening is None:
+        return None
+    close = text.find("\n" + _FENCE, opening.end())
+    return None if close < 0 else (opening.end(), close, close + 4)
 
 
 def cut_point(text: str) -> int:
@@ -45,8 +60,8 @@ def cut_point(text: str) -> int:
     >>> turn[:cut_point(turn)]
     'Compute.\\n```py\\nprint(1)\\n```'
     """
-    match = _BLOCK.search(text)
-    return match.end() if match else len(text)
+    block = _first_block(text)
+    return block[2] if block else len(text)
 
 
 def first_code(text: str) -> str | None:
@@ -55,13 +70,27 @@ def first_code(text: str) -> str | None:
     >>> first_code("```python\\n x = 1\\nprint(x) \\n```"), first_code("```text\\nno\\n```")
     ('x = 1\\nprint(x)', None)
     """
-    match = _BLOCK.search(text)
-    return match.group(1).strip() if match else None
+    block = _first_block(text)
+    return text[block[0]:block[1]].strip() if block else None
 
 
 def prose(text: str) -> str:
-    """``text`` without its fenced blocks, whatever their language (for a strict grader)."""
-    return _ANY_FENCE.sub(" ", text)
+    """``text`` without its fenced blocks, whatever their language (for a strict grader): each
+    from an opening fence (its info string without a backtick, then a newline) to the next
+    fence, replaced by a space. One pass: after an opening with no fence after it, none
+    follows (see :func:`_first_block`).
+
+    >>> prose("a ```py\\nx``` b ```\\nunclosed")
+    'a   b ```\\nunclosed'
+    """
+    kept, done = [], 0
+    while (opening := _OPEN_ANY.search(text, done)) is not None:
+        close = text.find(_FENCE, opening.end())
+        if close < 0:
+            break
+        kept += [text[done:opening.start()], " "]
+        done = close + 3
+    return "".join(kept) + text[done:]
 
 
 def truncate_content(content: str, max_chars: int = 512) -> str:
