@@ -44,7 +44,6 @@ from arlarena_baselines.arena.stress import stress_cells
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation.paired import paired_comparison
 from arlarena_baselines.evaluation.results import read_records
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.compare import compare_checkpoints
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
@@ -166,7 +165,7 @@ def _config(method, role, setting, success, train_success, *, collapse_at=None, 
     for seed in seeds:
         records = [{"phase": "rl", "step": 0}] + [
             {"phase": "rl", "step": i + 1, mn.SUCCESS_RATE: v,
-             **({keys.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
+             **({mn.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
             for i, v in enumerate(train_success)]
         episodes = [{"seed": level, "won": level < round(levels * success), "score": 0.0}
                     for level in range(levels)]
@@ -464,7 +463,7 @@ def test_a_second_arena_on_the_same_folder_is_refused_while_one_runs(tmp_path, c
 
 
 def _machine_free(records):
-    return [{k: v for k, v in r.items() if not k.startswith(keys.MACHINE_PREFIXES)}
+    return [{k: v for k, v in r.items() if not k.startswith(mn.MACHINE_PREFIXES)}
             for r in records]
 
 
@@ -521,7 +520,7 @@ def test_final_evaluation_and_stress_grid_end_to_end(tmp_path):
     stress = runs[("CISPO", "stress-lr=1e-2+mini_batches=2")]
     assert stress.final == [] and sorted(stress.curve) == [0, 1]
     assert read_metrics(stress.folder)[0]["step"] == 0  # its own start
-    assert stress.records[-1][keys.UPDATES] == 2.0
+    assert stress.records[-1][mn.UPDATES] == 2.0
     report = (tmp_path / "arena.md").read_text()
     assert "## Methods at T = 1" in report and "## Methods at T = 0.5" in report
     assert "| CISPO | 0.01 | 2 | 1 |" in report.split("## Stress grid")[1]

@@ -58,7 +58,6 @@ from arlarena_baselines.arena.runner import (
 from arlarena_baselines.arena.stats import Z, paired_difference
 from arlarena_baselines.arena.stress import change_from_start, stress_cells, stress_section
 from arlarena_baselines.arena.tables import num, pm, signed, table
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import atomic_write_gzip
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.runs import config_file
@@ -286,7 +285,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
          for m in IS_CLIPPING_METHODS
          if any(c.method == m and c.role == "staleness" for c in first)],
         ("updates", "KL old", "oob low", "oob high"),
-        lambda c: [num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD, mn.STAB_OOB_LOW_FRAC,
+        lambda c: [num(c.mean(k), 3) for k in (mn.UPDATES, mn.KL_OLD, mn.STAB_OOB_LOW_FRAC,
                                                mn.STAB_OOB_HIGH_FRAC)],
     )
     chosen = select_configs(first)
@@ -360,9 +359,9 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
                     "detector_steps": _steps(c, "detector_step"),
                     "fall_steps": _steps(c, "fall_step"),
                     "format_fall_steps": _steps(c, "format_fall_step"),
-                    "updates_mean": c.mean(keys.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
+                    "updates_mean": c.mean(mn.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
                     "kl_old_peak": c.peak(mn.KL_OLD), "kl_ref_mean": c.mean(mn.KL_REF),
-                    "grad_norm_peak": c.peak(keys.GRAD_NORM_MAX),
+                    "grad_norm_peak": c.peak(mn.GRAD_NORM_MAX),
                     "oob_low_mean": c.mean(mn.STAB_OOB_LOW_FRAC),
                     "oob_high_mean": c.mean(mn.STAB_OOB_HIGH_FRAC),
                     "oob_pos_mean": c.mean(mn.OOB_POS_FRAC),

@@ -142,6 +142,7 @@ def _evaluate(demo: DemoRun, out: Path) -> list[Path]:
 
 def _clone(out: Path, overrides: Sequence[str]) -> tuple[list[dict[str, Any]], Path]:
     """The behaviour-cloning run of ``overrides`` in ``out/bc-tiny``: its held-out records."""
+    from arlarena_baselines.algos import metric_names as mn
     from arlarena_baselines.trainer.config import load_config
     from arlarena_baselines.trainer.sft import train_sft
 
@@ -149,7 +150,7 @@ def _clone(out: Path, overrides: Sequence[str]) -> tuple[list[dict[str, Any]], P
     config = load_config(None, [*overrides, f"run.out={run}"])
     shutil.rmtree(run, ignore_errors=True)
     records = train_sft(config)
-    return [r for r in records if r.get("eval/success_rate") is not None], run
+    return [r for r in records if r.get(mn.eval_key(mn.SUCCESS_RATE)) is not None], run
 
 
 def _clone_line(evals: list[dict[str, Any]], run: Path) -> str:

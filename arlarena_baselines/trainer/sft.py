@@ -31,7 +31,6 @@ from arlarena_baselines.rollout import (
     make_env_pool,
     pack_pairs,
 )
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
@@ -226,7 +225,7 @@ class SFTTrainer:
         lr = self.scheduler.get_last_lr()[0]
         self.optimizer.step()
         self.scheduler.step()
-        return {keys.SFT_LOSS: loss_sum / total, keys.SFT_LR: lr,
+        return {mn.SFT_LOSS: loss_sum / total, mn.SFT_LR: lr,
                 mn.GRAD_NORM: float(grad_norm)}
 
     def evaluate(self) -> dict[str, float]:
@@ -261,7 +260,7 @@ class SFTTrainer:
                         keep=c.run.keep_checkpoints,
                     )
                 bar.update()
-                bar.set_postfix(loss=f"{metrics[keys.SFT_LOSS]:.3f}")
+                bar.set_postfix(loss=f"{metrics[mn.SFT_LOSS]:.3f}")
             self.policy.save(self.run_dir / "final")
         finally:
             bar.close()
