@@ -128,7 +128,9 @@ class EpisodeTokens:
         return None
 
 
-def _play(factory: Any, task: Any, agent: Any) -> tuple[list[str], list[str]]:
+def _scripted_episode(factory: Any, task: Any, agent: Any) -> tuple[list[str], list[str]]:
+    """The prompts and responses of one episode of a scripted agent (one env, one request a
+    turn, as the sizing was measured)."""
     from wrappers.agents.base import AgentRequest
 
     env = factory()
@@ -162,7 +164,7 @@ def measure(name: str, count: Callable[[str], int], episodes: int = 4) -> Episod
         counts = []
         for k in range(episodes):
             task = Task(k, {**options, "index": k} if options else {})
-            prompts, responses = _play(factory, task, make_agent(agent))
+            prompts, responses = _scripted_episode(factory, task, make_agent(agent))
             pieces = [count(p) for p in chatml_pieces(prompts, responses)]
             counts.append((len(responses), pieces[0], pieces[2::2], pieces[1::2]))
     mean = lambda xs: sum(xs) / max(len(xs), 1)  # noqa: E731

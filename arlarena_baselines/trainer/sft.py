@@ -28,6 +28,7 @@ from arlarena_baselines.rollout import (
     InProcessEnvPool,
     Task,
     collect,
+    format_valid,
     make_env_pool,
     pack_pairs,
 )
@@ -129,7 +130,7 @@ def load_demonstrations(
         (r["prompt"], r["response"])
         for r in records
         if r.get("type") == "turn"
-        and r.get("format_ok", True)
+        and format_valid(r)
         and scores.get(r["episode_id"], -math.inf) >= min_score
     ]
 
