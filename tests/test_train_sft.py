@@ -14,6 +14,7 @@ from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import EvalConfig, evaluate
 from arlarena_baselines.rollout import pack_pairs, response_log_probs
+from arlarena_baselines.rollout.envs import EnvFactory
 from arlarena_baselines.trainer.checkpoint import atomic_write_text
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.sft import SFTTrainer, load_demonstrations, train_sft
@@ -49,7 +50,7 @@ def test_demonstrations_keep_valid_turns_of_good_episodes(tmp_path):
 
 def test_reads_what_arlarena_eval_writes(tmp_path):
     path = tmp_path / "eval.jsonl"
-    evaluate(EvalConfig(env="ARLArena/Bandit-v0", episodes=3), make_agent("expert"), path,
+    evaluate(EvalConfig(EnvFactory("ARLArena/Bandit-v0"), episodes=3), make_agent("expert"), path,
              progress=False)
     pairs = load_demonstrations(path, 1.0)
     assert len(pairs) == 3 and all(r.endswith("<action>blue</action>") for _, r in pairs)
@@ -109,7 +110,7 @@ def test_resumed_sft_repeats_the_uninterrupted_run(tmp_path):
 
 def test_responses_can_be_rewritten_from_their_actions(tmp_path):
     path = tmp_path / "eval.jsonl"
-    evaluate(EvalConfig(env="ARLArena/Bandit-v0", episodes=2), make_agent("expert"), path,
+    evaluate(EvalConfig(EnvFactory("ARLArena/Bandit-v0"), episodes=2), make_agent("expert"), path,
              progress=False)
     config = load_config(None, [
         "model.name=tiny", "rollout.env=ARLArena/Bandit-v0", f"sft.data={path}",

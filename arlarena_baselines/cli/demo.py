@@ -110,12 +110,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _evaluate(demo: DemoRun, out: Path) -> list[Path]:
     from arlarena_baselines.cli._panel import checked_panel
     from arlarena_baselines.evaluation import EvalConfig, evaluate
+    from arlarena_baselines.rollout.envs import EnvFactory
     from wrappers.agents import make_agent
     from wrappers.agents.serve import AgentServer, agent_reply
 
     spec, record = checked_panel(demo.panel, demo.episodes, demo.env_kwargs)
-    config = EvalConfig(env=spec.env, episodes=demo.episodes, seed=spec.seed,
-                        env_kwargs={**spec.env_kwargs, **demo.env_kwargs},
+    stack = EnvFactory(spec.env, {**spec.env_kwargs, **demo.env_kwargs})
+    config = EvalConfig(stack, episodes=demo.episodes, seed=spec.seed,
                         reset_options=dict(spec.options), record={"panel": record})
     kwargs = {"seed": 0, **demo.agent_kwargs}
     paths = []

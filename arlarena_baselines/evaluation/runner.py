@@ -46,7 +46,7 @@ class ResultsLog(ResultsWriter):
         self, path: str | Path, config: EvalConfig, name: str, agent: dict[str, Any], *,
         resume: bool = False, force: bool = False,
     ) -> None:
-        env = config.factory()()  # for its prompt template
+        env = config.stack()  # for its prompt template
         try:
             self.settings = settings_record(run_settings(config, agent, env))
         finally:
@@ -111,7 +111,7 @@ def evaluate(
     starts = config.starts()
     width = max(1, min(config.batch_size, len(starts)))
     with ResultsLog(results_path, config, agent.name, agent.settings(), resume=resume,
-                    force=force) as log, make_env_pool(config.factory(), width,
+                    force=force) as log, make_env_pool(config.stack, width,
                                                        config.env_workers) as pool:
         todo = [s for s in starts if s.id not in log.done]
         try:
