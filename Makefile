@@ -1,17 +1,18 @@
 # `make run`: set up .venv with what the main job needs and run it (CPU, no downloads): every
 # env with its expert / scripted and random agents, SmolLM2 (also as an API model), a short
 # behaviour-cloning run. `make install` / `make test`: the full set (vLLM, OpenRLHF, DeepSpeed,
-# TRL, test tools), every test. Both install the system packages they need first.
+# TRL, the docs site's tools, test tools), every test. Both install the system packages they
+# need first. `make docs`: the documentation site.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 RUN_EXTRAS ?= train,math,webshop,alfworld,plot,api
-EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,dev
+EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,docs,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint bench learn arena arena-offpolicy clean
+.PHONY: install run test lint docs bench learn arena arena-offpolicy clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -115,8 +116,13 @@ arena-offpolicy: $(VENV)/.installed-run
 lint: install
 	$(VENV)/bin/ruff check .
 
+# `make docs`: the documentation site (mkdocs.yml, the pages in docs/, the API reference from the
+# docstrings) into site/, strict: a broken link, anchor, snippet or reference fails.
+docs: install
+	$(VENV)/bin/mkdocs build --strict
+
 bench: install
 	for script in bench/*.py; do $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf results build dist *.egg-info
+	rm -rf results build dist site *.egg-info

@@ -59,8 +59,8 @@ from arlarena_envs.alfworld.handcoded import MAX_EXPERT_STEPS, play_handcoded  #
 from arlarena_envs.alfworld.policies import (  # noqa: E402
     EpisodeResult,
     expert_policy,
-    play,
     random_admissible_policy,
+    run_policy,
 )
 from arlarena_envs.alfworld.problem import game_data, traj_data, write_game  # noqa: E402
 from arlarena_envs.alfworld.scenes import SPLITS  # noqa: E402
@@ -190,7 +190,7 @@ def _throughput_worker(job: tuple[str, int, float, str]) -> tuple[int, float, fl
     steps, episode = 0, 0
     start, cpu = time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
-        result = play(env, random_admissible_policy(worker * 1000 + episode),
+        result = run_policy(env, random_admissible_policy(worker * 1000 + episode),
                       options={"split": "train", "index": (worker * 37 + episode) % 3553},
                       max_steps=20)
         steps += result.steps
@@ -374,7 +374,7 @@ def _episode(job: tuple[str, str, int, str]) -> EpisodeResult:
     kind, split, index, cache = job
     env = _worker_env(cache)
     policy = expert_policy if kind == "expert" else random_admissible_policy(index)
-    return play(env, policy, options={"split": split, "index": index})
+    return run_policy(env, policy, options={"split": split, "index": index})
 
 
 def _success_table(title: str, results: list[EpisodeResult]) -> None:

@@ -99,6 +99,7 @@ def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from arlarena_baselines.evaluation import EvalConfig, evaluate
+    from arlarena_baselines.rollout.envs import EnvFactory
     from wrappers.agents import make_agent
 
     torch.set_num_threads(threads)
@@ -128,8 +129,8 @@ def run_agent_case(model: str, spec: str, threads: int, args: argparse.Namespace
     results = tempfile.mkdtemp(prefix="bench-agent-")
     try:
         evaluate(
-            EvalConfig(episodes=args.episodes, batch_size=args.agent_batch, seed=10_000,
-                       env_kwargs={"max_episode_steps": args.turns}),
+            EvalConfig(EnvFactory(env_kwargs={"max_episode_steps": args.turns}),
+                       episodes=args.episodes, batch_size=args.agent_batch, seed=10_000),
             agent, Path(results) / "r.jsonl", progress=False,
         )
         usage = agent.usage()

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from arlarena_baselines.evaluation import EvalConfig, evaluate, read_records
+from arlarena_baselines.rollout.envs import EnvFactory
 from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.models import smollm2_tokenizer, tiny_model
 from tests.sampling_checks import token_ranks
@@ -50,7 +51,7 @@ def test_a_missing_vllm_is_a_clear_error(monkeypatch):
 
 @pytest.mark.slow
 def test_drives_bandit_episodes_through_the_wrappers(agent, tmp_path):
-    records = evaluate(EvalConfig(env=BANDIT, episodes=2, samples=2), agent,
+    records = evaluate(EvalConfig(EnvFactory(BANDIT), episodes=2, samples=2), agent,
                        tmp_path / "r.jsonl", progress=False)
     assert len(records) == 4
     turns = [r for r in read_records(tmp_path / "r.jsonl") if r["type"] == "turn"]

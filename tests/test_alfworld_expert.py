@@ -9,7 +9,7 @@ import pytest
 
 from arlarena_envs.alfworld.env import ALFWorldEnv
 from arlarena_envs.alfworld.generator import TASK_TYPES
-from arlarena_envs.alfworld.policies import expert_policy, play, random_admissible_policy
+from arlarena_envs.alfworld.policies import expert_policy, random_admissible_policy, run_policy
 from arlarena_envs.alfworld.scenes import SPLITS
 
 OOD = "eval_out_of_distribution"
@@ -26,7 +26,7 @@ def env(tmp_path_factory):
 def test_expert_solves_two_games_of_each_task_type(env):
     # 12 games: task type i of game j comes from split (i + j) % 3, so every split is used.
     results = [
-        play(env, expert_policy,
+        run_policy(env, expert_policy,
              options={"split": SPLITS[(i + j) % 3], "task_type": task_type, "index": j})
         for i, task_type in enumerate(TASK_TYPES) for j in range(2)
     ]
@@ -53,7 +53,7 @@ def _textworld_plan(gamefile: str) -> list[str]:
 def test_expert_plans_are_as_short_as_textworlds_own(env, index):
     _, info = env.reset(options={"split": OOD, "index": index})
     reference = _textworld_plan(info["gamefile"])
-    result = play(env, expert_policy, options={"split": OOD, "index": index})
+    result = run_policy(env, expert_policy, options={"split": OOD, "index": index})
     assert result.won and reference and result.steps == len(reference)
 
 
@@ -81,7 +81,7 @@ def test_expert_recovers_after_a_detour_holding_something_else(env):
 
 @pytest.mark.slow
 def test_random_admissible_agent_rarely_wins(env):
-    results = [play(env, random_admissible_policy(seed), options={"split": OOD, "index": i})
+    results = [run_policy(env, random_admissible_policy(seed), options={"split": OOD, "index": i})
                for seed, i in enumerate((0, 1, 7, 10, 11, 12))]
     assert all(r.steps == 50 or r.won for r in results)
     assert sum(r.won for r in results) <= 2

@@ -84,12 +84,15 @@ def test_native_replays_textworlds_transcripts(tmp_path, recorded):
     assert not failures, f"{len(failures)} of {len(games)} games differ:\n" + "\n".join(messages)
 
 
-def test_the_readme_quotes_the_transcripts_figures(recorded):
-    """What the README says of the differential test is what the recording holds."""
+def test_the_docs_quote_the_transcripts_figures(recorded):
+    """What the ALFWorld and fidelity pages say of the differential test is what the recording
+    holds."""
     games = recorded["games"]
     types = Counter(split_task_types(g["split"])[g["index"]] for g in games)
     steps = sum(len(g["choices"]) for g in games)  # every command, random ones and the expert's
-    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    docs = Path(__file__).parents[1] / "docs"
+    readme = " ".join(" ".join(p.read_text() for p in (docs / "envs" / "alfworld.md",
+                                                        docs / "fidelity.md")).split())
     for phrase in (
         f"recorded transcripts of {len(games):,} generated games",
         f"both eval splits and {sum(g['split'] == 'train' for g in games):,} train games",

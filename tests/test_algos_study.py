@@ -126,7 +126,8 @@ def _between(text: str, name: str) -> str:
 def test_the_docs_hold_the_generated_tables():
     assert _between((ROOT / "docs" / "algorithms.md").read_text(), "study-sources") == \
         study_sources_markdown()
-    assert _between((ROOT / "README.md").read_text(), "method-table") == method_table_markdown()
+    assert _between((ROOT / "docs" / "methods.md").read_text(), "method-table") == \
+        method_table_markdown()
 
 
 def test_every_docs_reference_resolves_inside_the_repository():

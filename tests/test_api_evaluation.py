@@ -11,6 +11,7 @@ import wrappers.agents.debate  # registers the debate agents; its prompts are ch
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import EvalConfig, evaluate, read_records
 from arlarena_baselines.evaluation.spending import total_spend
+from arlarena_baselines.rollout.envs import EnvFactory
 from tests.chat_server import ChatServer, always
 from wrappers.agents import make_agent
 
@@ -140,8 +141,8 @@ def test_every_attempt_and_failure_is_counted_in_the_results_and_the_report(tmp_
     with ChatServer(always(UP), faults=faults) as server:
         agent = make_agent("openai", model="test-model", base_url=server.base_url,
                            api_key="k", backoff=0.01, timeout=0.5, max_retries=5)
-        config = EvalConfig(episodes=1, batch_size=1, seed=2,
-                            env_kwargs={"max_episode_steps": 3})
+        config = EvalConfig(EnvFactory(env_kwargs={"max_episode_steps": 3}), episodes=1,
+                            batch_size=1, seed=2)
         evaluate(config, agent, tmp_path / "r.jsonl", progress=False)
         agent.close()
     records = list(read_records(tmp_path / "r.jsonl"))

@@ -55,7 +55,6 @@ from arlarena_baselines.arena.stress import stress_cells
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation.paired import paired_comparison
 from arlarena_baselines.evaluation.results import read_records
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.compare import compare_checkpoints
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
@@ -177,7 +176,7 @@ def _config(method, role, setting, success, train_success, *, collapse_at=None, 
     for seed in seeds:
         records = [{"phase": "rl", "step": 0}] + [
             {"phase": "rl", "step": i + 1, mn.SUCCESS_RATE: v,
-             **({keys.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
+             **({mn.COLLAPSE: 1.0} if collapse_at == i + 1 else {})}
             for i, v in enumerate(train_success)]
         episodes = [{"seed": level, "won": level < round(levels * success), "score": 0.0}
                     for level in range(levels)]
@@ -382,8 +381,8 @@ def test_stability_gives_each_methods_drop_against_grpos_paired_by_seed():
 # -- equivalences: the same procedure, from the runs -----------------------------------------
 def _steps(*grad_norms, samples=(100, 90, 80, 70), drawn=1.0):
     return [{"phase": "rl", "step": 0}] + [
-        {"phase": "rl", "step": i + 1, mn.GRAD_NORM: g, keys.SAMPLES: float(samples[i]),
-         mn.SUCCESS_RATE: 0.5, keys.ROUNDS: drawn if i == len(grad_norms) - 1 else 1.0}
+        {"phase": "rl", "step": i + 1, mn.GRAD_NORM: g, mn.SAMPLES: float(samples[i]),
+         mn.SUCCESS_RATE: 0.5, mn.ROUNDS: drawn if i == len(grad_norms) - 1 else 1.0}
         for i, g in enumerate(grad_norms)]
 
 
@@ -454,7 +453,7 @@ def test_reference_kl_logs_the_kl_shares_without_changing_training(tmp_path):
         assert not any(k in plain for k in (mn.KL_REF, *mn.KL_REF_SHARE_KEYS))
         assert all(k in kept for k in (mn.KL_REF, *mn.KL_REF_SHARE_KEYS))
         assert kept[mn.GRAD_NORM] == plain[mn.GRAD_NORM]
-        assert kept[keys.SAMPLES] == plain[keys.SAMPLES]
+        assert kept[mn.SAMPLES] == plain[mn.SAMPLES]
         assert kept[mn.TOTAL_LOSS] == plain[mn.TOTAL_LOSS]
     # Step 1 trains π_ref itself (KL 0); after one update the shares divide a positive KL.
     assert runs[True][-1][mn.KL_REF] > 0
@@ -605,7 +604,7 @@ def test_a_second_arena_on_the_same_folder_is_refused_while_one_runs(tmp_path, c
 
 
 def _machine_free(records):
-    return [{k: v for k, v in r.items() if not k.startswith(keys.MACHINE_PREFIXES)}
+    return [{k: v for k, v in r.items() if not k.startswith(mn.MACHINE_PREFIXES)}
             for r in records]
 
 
@@ -662,7 +661,7 @@ def test_final_evaluation_and_stress_grid_end_to_end(tmp_path):
     stress = runs[("CISPO", "stress-lr=1e-2+mini_batches=2")]
     assert stress.final == [] and sorted(stress.curve) == [0, 1]
     assert read_metrics(stress.folder)[0]["step"] == 0  # its own start
-    assert stress.records[-1][keys.UPDATES] == 2.0
+    assert stress.records[-1][mn.UPDATES] == 2.0
     report = (tmp_path / "arena.md").read_text()
     assert "## Methods at T = 1" in report and "## Methods at T = 0.5" in report
     assert "| CISPO | 0.01 | 2 | 1 |" in report.split("## Stress grid")[1]

@@ -1,7 +1,7 @@
 """The committed arena (docs/arena/): its runs are finished runs of ``make arena``'s plan, with
 its settings, and its report is what those runs' files rebuild. ``make arena`` is made in
-sittings (``--from docs/arena``), so the folder may hold part of the plan; the README says
-which part."""
+sittings (``--from docs/arena``), so the folder may hold part of the plan; the arena page
+(docs/arena.md) says which part."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from arlarena_baselines.evaluation import (
     read_records,
     summarize,
 )
+from arlarena_baselines.rollout.envs import EnvFactory
 from tests.chat_server import ChatServer
 from wrappers.agents import make_agent
 
@@ -77,7 +78,7 @@ def test_bad_names_are_clear_errors(tmp_path, capsys):
 
 
 def test_same_seeds_give_identical_results(tmp_path):
-    config = EvalConfig(env="ARLArena/Sokoban-6x6-2b-v0", episodes=6, batch_size=4)
+    config = EvalConfig(EnvFactory("ARLArena/Sokoban-6x6-2b-v0"), episodes=6, batch_size=4)
     runs = []
     for name in ("a", "b"):
         evaluate(config, make_agent("random", seed=3), tmp_path / f"{name}.jsonl", progress=False)

@@ -4,6 +4,9 @@ Every ``import`` of the three packages counts, a function's or a ``TYPE_CHECKING
 no module reaches itself again through its imports, the envs (``arlarena_envs``) import nothing
 of the study's interface (``wrappers``) or the baselines, ``wrappers`` nothing of the
 baselines, and every package's ``__init__`` docstring opens with one line of what lives there.
+Inside ``arlarena_baselines`` the sub-packages stand on floors (:data:`FLOORS`): a module imports
+its own sub-package and the floors below, never one beside or above (the CLI on top; the
+algorithms, the episode loop and the action-flow analysis at the bottom).
 """
 
 from __future__ import annotations
@@ -13,6 +16,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("arlarena_envs", "wrappers", "arlarena_baselines")
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("algos", "rollout", "analysis"),  # the loss parts, the one episode loop, action flows
+    ("evaluation",),  # results files, on the loop
+    ("trainer",),  # SFT, RL and held-out evaluation, on evaluation and the algorithms
+    ("arena", "openrlhf"),  # many trainer runs; the trainer's settings on OpenRLHF
+    ("integrations",),  # TRL, on the OpenRLHF agent's chat turns and task labels
+    ("cli",),  # parses and calls
+)
+"""The floors of ``arlarena_baselines``' sub-packages, bottom first."""
 
 
 def _modules() -> dict[str, Path]:
@@ -97,6 +109,47 @@ def test_imports_go_from_the_baselines_to_the_interface_to_the_envs():
               for target in targets for package, above in upward.items()
               if name.split(".")[0] == package and target.split(".")[0] in above]
     assert arrows == []
+
+
+def _floor_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of ``arlarena_baselines`` that go to its own floor or up (a sub-package of
+    the package's ``__init__`` is on no floor and counts as the top)."""
+    floor = {sub: level for level, subs in enumerate(FLOORS) for sub in subs}
+
+    def level(module: str) -> tuple[str, int]:
+        parts = module.split(".")
+        sub = parts[1] if len(parts) > 1 else ""
+        return sub, floor.get(sub, len(FLOORS))
+
+    arrows = []
+    for name, targets in graph.items():
+        if not name.startswith("arlarena_baselines."):
+            continue
+        sub, here = level(name)
+        for target in targets:
+            if target.startswith("arlarena_baselines."):
+                other, there = level(target)
+                if other != sub and there >= here:
+                    arrows.append(f"{name} -> {target}")
+    return sorted(arrows)
+
+
+def test_the_baselines_floors_are_every_sub_package():
+    subs = {p.name for p in (ROOT / "arlarena_baselines").iterdir() if (p / "__init__.py").exists()}
+    assert sorted(subs) == sorted(sub for floor in FLOORS for sub in floor)
+
+
+def test_inside_the_baselines_imports_go_down_the_floors():
+    assert _floor_arrows(_graph()) == []
+
+
+def test_the_floor_check_finds_an_upward_arrow():
+    graph = {"arlarena_baselines.openrlhf.launch": {"arlarena_baselines.cli"},
+             "arlarena_baselines.trainer.rl": {"arlarena_baselines.algos.methods"},
+             "arlarena_baselines.arena.plan": {"arlarena_baselines.openrlhf.settings"}}
+    assert _floor_arrows(graph) == ["arlarena_baselines.arena.plan -> "
+                                    "arlarena_baselines.openrlhf.settings",
+                                    "arlarena_baselines.openrlhf.launch -> arlarena_baselines.cli"]
 
 
 def test_every_package_says_in_one_line_what_lives_there():

@@ -1,7 +1,7 @@
 """The committed evidence of ``make learn`` (docs/learn/, and docs/learn/steps32/ for the same run
 trained on to step 32) holds together: each temperature's ``compare.json`` is what its
-per-episode files give, the README quotes it, and RL's paired gain over BC is beyond the
-standard errors the README claims."""
+per-episode files give, the record (docs/rl-vs-bc.md, whose table the training page includes)
+quotes it, and RL's paired gain over BC is beyond the standard errors the record claims."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from arlarena_baselines.evaluation.paired import paired_comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARN = ROOT / "docs" / "learn"
-# (folder, the README row's label, the standard errors RL's gain must clear; None: no claim)
+# (folder, the record's row label: RL steps | sampling, the standard errors RL's gain must
+# clear; None: no claim)
 COMPARISONS = [
-    ("T1.0", "T = 1, the training sampling", 3.0),
-    ("T0.4", "T = 0.4, the study's Sokoban evaluation", None),
-    ("steps32/T1.0", "T = 1, after 32 steps", 3.0),
-    ("steps32/T0.4", "T = 0.4, after 32 steps", 2.0),
+    ("T1.0", "16 | T = 1, the training sampling", 3.0),
+    ("T0.4", "16 | T = 0.4, the study's Sokoban evaluation", None),
+    ("steps32/T1.0", "32 | T = 1", 3.0),
+    ("steps32/T0.4", "32 | T = 0.4", 2.0),
 ]
 
 
@@ -41,8 +42,8 @@ def test_the_committed_comparison_is_what_its_episodes_give(folder, label, bound
                                                  rows[1]["success_diff_se"]))
     if bound is not None:
         assert c.diff > bound * c.se_diff
-    readme = (ROOT / "README.md").read_text()
-    row = re.search(rf"^\| {re.escape(label)} \| (.*) \|$", readme, re.M).group(1).split(" | ")
+    record = (ROOT / "docs" / "rl-vs-bc.md").read_text().replace("\N{MINUS SIGN}", "-")
+    row = re.search(rf"^\| {re.escape(label)} \| (.*) \|$", record, re.M).group(1).split(" | ")
     assert row == [f"{c.mean_a:.3f} ± {c.se_a:.3f}", f"{c.mean_b:.3f} ± {c.se_b:.3f}",
                    f"{c.diff:+.3f} ± {c.se_diff:.3f}", f"{c.z:.1f}"]
 

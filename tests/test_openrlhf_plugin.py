@@ -70,7 +70,6 @@ from arlarena_baselines.openrlhf.settings import (  # noqa: E402
     Task,
     task_from_label,
 )
-from arlarena_baselines.trainer import keys  # noqa: E402
 from arlarena_baselines.trainer.models import smollm2_tokenizer  # noqa: E402
 from tests.loss_oracle import expected_loss  # noqa: E402
 from tests.openrlhf_scripted import play, run_executor  # noqa: E402
@@ -363,7 +362,7 @@ def test_a_filtered_step_is_the_librarys_rule_topped_up_to_the_batch(worker):
     assert consumed == 12 and not done
     assert pass_rate == pytest.approx(100 * 3 / 12)
     info = kept[0].info
-    assert float(info[keys.ROUNDS][0]) == 3 and float(info[keys.KEPT_GROUPS][0]) == 4
+    assert float(info[mn.ROUNDS][0]) == 3 and float(info[mn.KEPT_GROUPS][0]) == 4
     assert float(info[mn.GROUPS_FILTERED][0]) == 8 and float(info[mn.GROUPS_TOPPED_UP][0]) == 1
 
 

@@ -36,7 +36,7 @@ def dry_run(*argv: str) -> list[str]:
     """The command ``train.sh ... --dry-run`` prints, split as a shell would."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert launch.main([*argv[:2], "--dry-run", *argv[2:]]) == 0
+        assert main(["train", "openrlhf", *argv[:2], "--dry-run", *argv[2:]]) == 0
     return shlex.split(out.getvalue())
 
 
@@ -190,7 +190,7 @@ def test_a_launch_writes_the_tasks_then_submits_the_printed_command(tmp_path, mo
     submitted = []
     monkeypatch.setattr(launch.subprocess, "call", lambda command: submitted.append(command) or 0)
     argv = ["math", "DAPO_GiGPO", "--steps", "2", "--out", str(tmp_path)]
-    assert launch.main(argv) == 0
+    assert main(["train", "openrlhf", *argv]) == 0
     assert submitted == [dry_run(*argv)]  # no cluster here: the submission is captured
     train = (tmp_path / "tasks" / "train.jsonl").read_text().splitlines()
     held_out = (tmp_path / "tasks" / "eval.jsonl").read_text().splitlines()

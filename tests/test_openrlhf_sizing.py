@@ -1,4 +1,4 @@
-"""The README's sizing table: episode tokens as OpenRLHF's sequence holds them, memory per GPU."""
+"""docs/openrlhf.md's sizing table: episode tokens as OpenRLHF's sequence holds them, GPU memory."""
 
 from __future__ import annotations
 

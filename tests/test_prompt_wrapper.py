@@ -321,7 +321,7 @@ def test_no_action_runs_the_studys_fallback_without_a_notice():
 
 
 def test_strict_check_and_notice_are_arlarenas_options():
-    env = _env(check="strict", notice=True)
+    env = _env(format_check="strict", notice=True)
     env.reset(seed=1)
     _, _, _, _, info = env.step("<think>a</think><action>move up</action>")
     assert not info["format_ok"] and info["parsed_action"] == "move up"
@@ -332,10 +332,10 @@ def test_strict_check_and_notice_are_arlarenas_options():
     obs, *_, info = env.step("garbage")
     assert obs.count(NOT_UNDERSTOOD) == 1 and info["notice"] is True
     assert f"{NOT_UNDERSTOOD}\n{tiny(info['anchor'])}" in obs
-    factory = EnvFactory("sokoban", check="strict", notice=True)()
-    assert (factory.check, factory.notice) == ("strict", True)
+    factory = EnvFactory("sokoban", format_check="strict", notice=True)()
+    assert (factory.format_check, factory.notice) == ("strict", True)
     with pytest.raises(ValueError, match="check must be one of"):
-        _env(check="lenient")
+        _env(format_check="lenient")
 
 
 def test_garbage_forever_still_hits_the_turn_limit():

@@ -12,12 +12,16 @@ from arlarena_baselines.rollout import (
     InProcessEnvPool,
     ModelResponder,
     ProcessEnvPool,
+    Reply,
     SamplingParams,
+    Start,
+    StepSamples,
     Task,
     collect,
     encode_prompt,
     make_env_pool,
     pack_pairs,
+    play,
     response_log_probs,
     score_samples,
 )
@@ -213,3 +217,30 @@ def test_compact_template_replaces_the_study_prompt():
         assert "\n" + " ".join(row) + "\n" in prompt
     with pytest.raises(KeyError, match="no prompt template"):
         EnvFactory("sokoban", template="nope")()
+
+
+def test_a_turn_without_a_format_verdict_counts_valid_for_every_consumer():
+    """A bare env (no PromptWrapper) reports no ``format_ok``: the loop decides once that the
+    turn is valid, so the episode's count and the step samples agree."""
+    import gymnasium as gym
+
+    import arlarena_envs  # noqa: F401  (registers the ids)
+
+    class Blue:
+        def respond(self, requests, seed):
+            return [Reply("blue") for _ in requests]
+
+    pool = InProcessEnvPool(lambda: gym.make("ARLArena/Bandit-v0", rounds=2), 2)
+    samples, finished = StepSamples(), []
+
+    class Keep:
+        def turn(self, episode, turn):
+            assert "format_ok" not in turn.info
+
+        def finish(self, episode):
+            finished.append(episode)
+
+    play(pool, Blue(), [Start(Task("g", s), 0, f"e{s}") for s in (0, 1)], [samples, Keep()])
+    pool.close()
+    assert [(e.turns, e.valid_turns) for e in finished] == [(2, 2), (2, 2)]
+    assert [s.valid for s in samples.rollout.samples] == [True] * 4

@@ -13,6 +13,7 @@ import sys
 import pytest
 import torch
 
+from arlarena_baselines.algos.metric_names import SAMPLES
 from arlarena_baselines.cli import main
 from arlarena_baselines.rollout import (
     EnvFactory,
@@ -23,7 +24,6 @@ from arlarena_baselines.rollout import (
     response_log_probs,
 )
 from arlarena_baselines.trainer.config import ModelConfig
-from arlarena_baselines.trainer.keys import SAMPLES
 from arlarena_baselines.trainer.models import load_policy
 from arlarena_baselines.trainer.tracking import read_metrics
 from tests.sampling_checks import token_ranks

@@ -170,7 +170,7 @@ def test_hostile_responses_leave_prompts_inside_the_wrapper_space(made):
     name, env, options = made
     # Sokoban's history names the move (Up, ..., Still), as the study's: no echo to look for.
     echoes = name != "sokoban"
-    wrapped = PromptWrapper(env, history_length=2, check="study" if echoes else "strict")
+    wrapped = PromptWrapper(env, history_length=2, format_check="study" if echoes else "strict")
     prompt, info = wrapped.reset(seed=0, options=options)
     assert_in_space(wrapped, prompt, info)
     for payload, shown in PAYLOADS + _extra_payloads(name):

@@ -73,7 +73,7 @@ def test_kept_tokens_are_a_prefix_of_the_generated_ones(tiny):
 def test_a_continued_episode_extends_its_prompt_ids_and_masks_the_tool_output(tiny, tmp_path):
     model, tokenizer = tiny
     results = tmp_path / "tir.jsonl"  # evaluation's consumer of the same episode
-    config = EvalConfig(env=TIR.env, env_kwargs=TIR.env_kwargs)
+    config = EvalConfig(TIR)
     with InProcessEnvPool(TIR, 1) as pool, ResultsLog(results, config, "coder", {}) as log:
         question = pool.reset([0], [4])[0][1]["task"]
         backend = ScriptedBackend(tokenizer, question)

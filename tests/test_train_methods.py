@@ -16,7 +16,6 @@ import pytest
 from arlarena_baselines.algos import METHODS
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.rollout import EnvFactory, HFBackend, SamplingParams, encode_prompt
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.rl import train_rl
 from arlarena_baselines.trainer.sft import train_sft
@@ -91,7 +90,7 @@ def warm_share(warm):
 
 
 def assert_full_diagnostics(records):
-    updates = [r for r in records if r["step"] > 0 and keys.STEP_SKIPPED not in r]
+    updates = [r for r in records if r["step"] > 0 and mn.STEP_SKIPPED not in r]
     assert updates, "no step updated the policy"
     for record in updates:
         missing = [k for k in DIAGNOSTICS if k not in record]
@@ -121,7 +120,7 @@ def test_every_method_runs_multi_turn_steps_with_full_diagnostics(method, warm, 
     ])
     records = train_rl(config)
     assert [r["step"] for r in records] == [1, 2, 3]
-    assert all(r[keys.TURNS] == 2 for r in records)
+    assert all(r[mn.TURNS] == 2 for r in records)
     assert_full_diagnostics(records)
     assert (tmp_path / "final" / "config.json").is_file()
 
@@ -135,6 +134,6 @@ def test_sampo_steps_on_sokoban_with_env_worker_processes(tmp_path):
         f"run.out={tmp_path}",
     ])
     (record,) = train_rl(config)
-    assert record[mn.VALID_FORMAT_RATIO] == 0.0 and record[keys.TURNS] == 2.0
-    assert record[keys.SAMPLES] == 8.0 and record["eval/episodes"] == 2.0
+    assert record[mn.VALID_FORMAT_RATIO] == 0.0 and record[mn.TURNS] == 2.0
+    assert record[mn.SAMPLES] == 8.0 and record["eval/episodes"] == 2.0
     assert_full_diagnostics([record])

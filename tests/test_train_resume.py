@@ -19,9 +19,9 @@ import time
 import pytest
 from PIL import Image
 
+from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.cli import main
 from arlarena_baselines.rollout import EnvFactory
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import latest_checkpoint
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.sft import train_sft
@@ -75,7 +75,7 @@ def rl_flags(warm, out) -> list[str]:
 
 
 def comparable(record: dict) -> dict:
-    return {k: v for k, v in record.items() if not k.startswith(keys.MACHINE_PREFIXES)}
+    return {k: v for k, v in record.items() if not k.startswith(mn.MACHINE_PREFIXES)}
 
 
 def test_killed_run_resumes_to_the_metrics_of_an_uninterrupted_run(warm, env_vars, tmp_path):

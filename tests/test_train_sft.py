@@ -10,10 +10,11 @@ import pytest
 import torch
 from PIL import Image
 
+from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import EvalConfig, evaluate
 from arlarena_baselines.rollout import pack_pairs, response_log_probs
-from arlarena_baselines.trainer import keys
+from arlarena_baselines.rollout.envs import EnvFactory
 from arlarena_baselines.trainer.checkpoint import atomic_write_text
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.sft import SFTTrainer, load_demonstrations, train_sft
@@ -49,7 +50,7 @@ def test_demonstrations_keep_valid_turns_of_good_episodes(tmp_path):
 
 def test_reads_what_arlarena_eval_writes(tmp_path):
     path = tmp_path / "eval.jsonl"
-    evaluate(EvalConfig(env="ARLArena/Bandit-v0", episodes=3), make_agent("expert"), path,
+    evaluate(EvalConfig(EnvFactory("ARLArena/Bandit-v0"), episodes=3), make_agent("expert"), path,
              progress=False)
     pairs = load_demonstrations(path, 1.0)
     assert len(pairs) == 3 and all(r.endswith("<action>blue</action>") for _, r in pairs)
@@ -75,12 +76,12 @@ def test_expert_sokoban_is_cloned_with_a_response_only_loss(tmp_path):
         expected = float(-(log_prob * batch.response_mask).sum() / batch.response_mask.sum())
         first = trainer.train_step(0)
         trainer.step = 1
-        assert first[keys.SFT_LOSS] == pytest.approx(expected, rel=1e-4)
+        assert first[mn.SFT_LOSS] == pytest.approx(expected, rel=1e-4)
         records = trainer.train()
     finally:
         trainer.close()
-    losses = [r[keys.SFT_LOSS] for r in records]
-    assert losses[-1] < 0.8 * first[keys.SFT_LOSS]
+    losses = [r[mn.SFT_LOSS] for r in records]
+    assert losses[-1] < 0.8 * first[mn.SFT_LOSS]
     assert records[-1]["eval/episodes"] == 2.0
     assert (tmp_path / "run" / "final" / "tokenizer.json").is_file()
 
@@ -100,8 +101,8 @@ def test_resumed_sft_repeats_the_uninterrupted_run(tmp_path):
     again = read_metrics(cut)
     assert [r["step"] for r in again] == steps
     for a, b in zip(records, again, strict=True):
-        assert {k: v for k, v in a.items() if not k.startswith(keys.MACHINE_PREFIXES)} == {
-            k: v for k, v in b.items() if not k.startswith(keys.MACHINE_PREFIXES)}
+        assert {k: v for k, v in a.items() if not k.startswith(mn.MACHINE_PREFIXES)} == {
+            k: v for k, v in b.items() if not k.startswith(mn.MACHINE_PREFIXES)}
     assert main(["plot", str(cut)]) == 0
     with Image.open(cut / "plots" / "sft_curves.png") as image:
         assert image.size[0] > 400
@@ -109,7 +110,7 @@ def test_resumed_sft_repeats_the_uninterrupted_run(tmp_path):
 
 def test_responses_can_be_rewritten_from_their_actions(tmp_path):
     path = tmp_path / "eval.jsonl"
-    evaluate(EvalConfig(env="ARLArena/Bandit-v0", episodes=2), make_agent("expert"), path,
+    evaluate(EvalConfig(EnvFactory("ARLArena/Bandit-v0"), episodes=2), make_agent("expert"), path,
              progress=False)
     config = load_config(None, [
         "model.name=tiny", "rollout.env=ARLArena/Bandit-v0", f"sft.data={path}",

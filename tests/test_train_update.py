@@ -19,7 +19,6 @@ import torch
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.rollout import pack_pairs, response_log_probs
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.rl import RLTrainer
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
@@ -192,12 +191,12 @@ def test_dapo_resamples_until_its_round_limit_when_every_group_is_dropped(tmp_pa
         metrics = trainer.train_step(0)
     finally:
         trainer.close()
-    assert metrics[keys.ROUNDS] == 3.0
-    assert metrics[keys.EPISODES] == 3 * 2 * 4  # three rounds of 2 tasks x 4 rollouts
+    assert metrics[mn.ROUNDS] == 3.0
+    assert metrics[mn.EPISODES] == 3 * 2 * 4  # three rounds of 2 tasks x 4 rollouts
     # The first two rounds' groups are dropped; the last round tops the batch up to its 2
     # groups with all-equal ones, as the study's filter_group_data does.
     assert metrics[mn.GROUPS_FILTERED] == 4.0 and metrics[mn.GROUPS_TOPPED_UP] == 2.0
-    assert metrics[keys.SAMPLES] == 2 * 4 * 2
+    assert metrics[mn.SAMPLES] == 2 * 4 * 2
 
 
 def test_resuming_a_run_killed_before_its_first_checkpoint_starts_it_over(tmp_path):

@@ -281,7 +281,7 @@ def test_prompt_wrapper_lists_actions_and_checks_as_the_study() -> None:
     # The study's WebShop check is the format only: an unknown click costs no penalty.
     _, reward, _, _, info = wrapped.step("<think>x</think><action>click[nowhere]</action>")
     assert info["format_ok"] and not info["action_is_valid"] and reward == 0.0
-    strict = PromptWrapper(gym.make(SMALL_ID), check="strict")  # ARLArena's: case kept
+    strict = PromptWrapper(gym.make(SMALL_ID), format_check="strict")  # ARLArena's: case kept
     strict.reset(seed=0)
     _, _, _, _, info = strict.step("<think>go</think><action>search[Red Shampoo]</action>")
     assert info["format_ok"] and info["parsed_action"] == "search[Red Shampoo]"

@@ -28,11 +28,12 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
     The observation becomes the env's template (:mod:`wrappers.templates`: the study's text,
     without history on the first turn, then with the last ``history_length`` (observation,
     action) pairs), and the action becomes the model's whole response. The response goes
-    through a format check of :data:`~wrappers.format.FORMAT_CHECKS`: ``check="study"``
+    through a format check of :data:`~wrappers.format.FORMAT_CHECKS`: ``format_check="study"``
     (default) is the study's projection for the env (the template's ``check``), ``"strict"``
-    ARLArena's stricter one. A response that fails it loses ``format_penalty`` on the step's
-    reward; its action is still executed when one can be extracted; when none can, the check's
-    fallback runs (the study's: the response's last 30 characters, or Sokoban's ``still``;
+    ARLArena's stricter one (:attr:`active_check` names the one that runs). A response that
+    fails it loses ``format_penalty`` on the step's reward; its action is still executed when
+    one can be extracted; when none can, the check's fallback runs (the study's: the
+    response's last 30 characters, or Sokoban's ``still``;
     ``strict``: an empty, invalid, state-preserving action). With ``notice=True`` the next
     prompt then says the response was not understood (ARLArena's option; the study says
     nothing). ``info`` gains ``format_ok``, ``parsed_action``, ``format_error``,
@@ -65,22 +66,22 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         env: gym.Env,
         history_length: int = 2,
         format_penalty: float = 0.1,
-        check: str = "study",
+        format_check: str = "study",
         notice: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, history_length=history_length, format_penalty=format_penalty, check=check,
-            notice=notice,
+            self, history_length=history_length, format_penalty=format_penalty,
+            format_check=format_check, notice=notice,
         )
         gym.Wrapper.__init__(self, env)
         if history_length < 0:
             raise ValueError(f"history_length must be >= 0, got {history_length}")
-        if check != "study" and check not in FORMAT_CHECKS:
+        if format_check != "study" and format_check not in FORMAT_CHECKS:
             known = ", ".join(["study", *FORMAT_CHECKS])
-            raise ValueError(f"check must be one of {known}, got {check!r}")
+            raise ValueError(f"format_check must be one of {known}, got {format_check!r}")
         self.history_length = history_length
         self.format_penalty = float(format_penalty)
-        self.check = check
+        self.format_check = format_check
         self.notice = bool(notice)
         self.template = getattr(env.unwrapped, "prompt_template", "")
         self.strict = getattr(env.unwrapped, "strict_format", True)
@@ -92,11 +93,12 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
         self._info: dict[str, Any] = {}
 
     @property
-    def format_check(self) -> str | None:
+    def active_check(self) -> str | None:
         """The name of the check that judges responses (``None``: free-form actions)."""
         if not self.strict:
             return None
-        return TEMPLATES[self.template].check if self.check == "study" else self.check
+        study = self.format_check == "study"
+        return TEMPLATES[self.template].check if study else self.format_check
 
     def _prompt(self, observation: str, notice: str = "") -> str:
         history = list(self._history)[-self.history_length :] if self.history_length else []
@@ -126,7 +128,7 @@ class PromptWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructor
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         action = coerce_action(action)
-        check = self.format_check
+        check = self.active_check
         if check is None:
             parsed, env_action = None, action
         else:

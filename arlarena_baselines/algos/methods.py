@@ -3,8 +3,8 @@
 Holds :class:`Method` (a frozen dataclass), the registry :data:`METHODS` with the 13 methods
 of ``docs/algorithms.md`` ("The methods of the study") at the study's ALFWorld settings,
 :func:`get_method` (case-insensitive), :func:`study_method` (a method at the study's settings
-of an env, from :mod:`.study`), :func:`register_method`, :func:`method_table_markdown` (the
-README's table) and :func:`study_sources_markdown` (every value with its source, for
+of an env, from :mod:`.study`), :func:`register_method`, :func:`method_table_markdown` (the table
+of docs/methods.md) and :func:`study_sources_markdown` (every value with its source, for
 ``docs/algorithms.md``).
 """
 
@@ -240,7 +240,7 @@ def _env_cell(method: Method, base: Method, env: str) -> str:
 
 
 def method_table_markdown(methods: Registry[Method] | None = None) -> str:
-    """The method table as markdown, one row per registered method (for the README): its
+    """The method table as markdown, one row per registered method (for docs/methods.md): its
     parts, its study settings on ALFWorld (also used on Sokoban, TIR Math and Bandit) and
     what changes on WebShop; "(paper)" marks the methods the study has no script for."""
     rows = [

@@ -1,9 +1,13 @@
-"""Every metric key the algorithm zoo logs, in one place.
+"""Every metric key ARLArena logs, in one place: the zoo's, the trainers' and their names.
 
 Holds the keys returned by the policy losses (``actor/…``), by
-:func:`~arlarena_baselines.algos.diagnostics.stability_metrics` (``stability/…``) and by the
-pass-through counters of rollouts, filtering and optimisation. Other modules import these
-constants instead of spelling the strings.
+:func:`~arlarena_baselines.algos.diagnostics.stability_metrics` (``stability/…``), the
+pass-through counters of rollouts, filtering and optimisation, the trainers' own keys (the
+rollout summary, updates, time, SFT) and :func:`eval_key`, the held-out evaluation's name of a
+rollout metric. Other modules import these constants instead of spelling the strings.
+
+Keys under ``time/`` and ``perf/`` (:data:`MACHINE_PREFIXES`) measure the machine, not the
+training: they differ between otherwise identical runs (the resume test ignores them).
 """
 
 from __future__ import annotations
@@ -12,15 +16,23 @@ from itertools import product
 
 __all__ = [
     "CLIP_FRAC",
+    "COLLAPSE",
     "DUAL_CLIP_FRAC",
     "ENTROPY",
+    "EPISODES",
+    "EVAL_PREFIX",
+    "GEN_TOKENS_PER_S",
     "GRAD_NORM",
+    "GRAD_NORM_MAX",
     "GROUPS_FILTERED",
     "GROUPS_TOPPED_UP",
+    "KEPT_GROUPS",
     "KL_LOSS",
     "KL_OLD",
     "KL_REF",
     "KL_REF_SHARE_KEYS",
+    "LR",
+    "MACHINE_PREFIXES",
     "OOB_FRAC",
     "OOB_HIGH_FRAC",
     "OOB_LOW_FRAC",
@@ -28,15 +40,32 @@ __all__ = [
     "OOB_POS_FRAC",
     "PG_LOSS",
     "RATIO_MEAN",
+    "RESPONSE_LENGTH",
+    "RETURN",
+    "ROLLOUT_ENTROPY",
+    "ROUNDS",
+    "SAMPLES",
     "SAPO_GATE_MEAN",
+    "SCORE",
     "SEQS_MASKED",
     "SEQS_MASKED_FRAC",
+    "SFT_LOSS",
+    "SFT_LR",
+    "SFT_TOKEN_ACC",
+    "SKIPPED_UPDATES",
     "STAB_CLIP_FRAC",
     "STAB_OOB_HIGH_FRAC",
     "STAB_OOB_LOW_FRAC",
+    "STEP_SKIPPED",
     "SUCCESS_RATE",
+    "TIME_ROLLOUT",
+    "TIME_STEP",
+    "TIME_UPDATE",
     "TOTAL_LOSS",
+    "TURNS",
+    "UPDATES",
     "VALID_FORMAT_RATIO",
+    "eval_key",
     "kl_ref_share_key",
 ]
 
@@ -85,3 +114,41 @@ def kl_ref_share_key(adv_positive: bool, seq_ratio_high: bool, entropy_high: boo
 KL_REF_SHARE_KEYS: tuple[str, ...] = tuple(
     kl_ref_share_key(a, r, e) for a, r, e in product((False, True), repeat=3)
 )
+
+
+# The trainers' own keys: the rollout summary, the updates, the machine (time/, perf/) and SFT.
+EPISODES = "rollout/episodes"
+SCORE = "rollout/score"
+RETURN = "rollout/return"
+TURNS = "rollout/turns"
+RESPONSE_LENGTH = "rollout/response_length"
+ROLLOUT_ENTROPY = "rollout/entropy"
+"""The training rollouts' mean token entropy under π_old at the training temperature (the
+sampler's, or the scoring pass's)."""
+ROUNDS = "rollout/gen_rounds"
+KEPT_GROUPS = "rollout/kept_groups"
+SAMPLES = "rollout/step_samples"
+STEP_SKIPPED = "rl/step_skipped"
+SKIPPED_UPDATES = "actor/skipped_updates"
+UPDATES = "actor/updates"
+LR = "actor/lr"
+GRAD_NORM_MAX = "actor/grad_norm_max"
+COLLAPSE = "stability/collapse"
+TIME_ROLLOUT = "time/rollout_s"
+TIME_UPDATE = "time/update_s"
+TIME_STEP = "time/step_s"
+GEN_TOKENS_PER_S = "perf/gen_tokens_per_s"
+SFT_LOSS = "sft/loss"
+SFT_TOKEN_ACC = "sft/token_acc"
+SFT_LR = "sft/lr"
+EVAL_PREFIX = "eval/"
+MACHINE_PREFIXES = ("time/", "perf/")
+
+
+def eval_key(rollout_key: str) -> str:
+    """The held-out evaluation's name of a rollout metric (``rollout/x`` → ``eval/x``).
+
+    >>> eval_key(SUCCESS_RATE)
+    'eval/success_rate'
+    """
+    return EVAL_PREFIX + rollout_key.split("/", 1)[1]

@@ -7,7 +7,7 @@ field → :class:`Setting`), each with its source ``path:line`` in that reposito
 ``paper`` where the repository has no script (SAMPO, DAPO_GiGPO), or ``ARLArena`` for a choice
 the study's code leaves open (GRPO_SM, see below). This is the one place the per-env settings
 live: :data:`~.methods.METHODS` takes the ALFWorld column, :func:`~.methods.study_method` any
-column, and ``configs/rl/``, the OpenRLHF launcher and the README's method table read them
+column, and ``configs/rl/``, the OpenRLHF launcher and docs/methods.md's method table read them
 from there.
 
 Columns: ``alfworld`` (``examples/embody_agent_trainer/``) and ``webshop``

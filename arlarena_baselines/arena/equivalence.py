@@ -28,7 +28,6 @@ from typing import Any
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.arena.tables import table
-from arlarena_baselines.trainer import keys
 
 __all__ = ["MIN_STEPS", "RTOL", "Equivalence", "Sameness", "compare_runs", "equivalence_section",
            "equivalences"]
@@ -40,10 +39,10 @@ RTOL = 1e-4
 # Steps of equal gradients on equal rollouts that make two runs the same procedure.
 MIN_STEPS = 3
 # How a step's rollouts were drawn: a difference here is a difference of procedure.
-DRAW_KEYS = (keys.ROUNDS, keys.KEPT_GROUPS, mn.GROUPS_FILTERED, mn.GROUPS_TOPPED_UP)
+DRAW_KEYS = (mn.ROUNDS, mn.KEPT_GROUPS, mn.GROUPS_FILTERED, mn.GROUPS_TOPPED_UP)
 # What the rollouts were: discrete outcomes and counts, equal only for the same samples.
-SAMPLE_KEYS = (keys.SAMPLES, keys.EPISODES, mn.SUCCESS_RATE, keys.TURNS,
-               keys.RESPONSE_LENGTH, keys.RETURN, mn.VALID_FORMAT_RATIO)
+SAMPLE_KEYS = (mn.SAMPLES, mn.EPISODES, mn.SUCCESS_RATE, mn.TURNS,
+               mn.RESPONSE_LENGTH, mn.RETURN, mn.VALID_FORMAT_RATIO)
 VERDICTS = ("identical episodes", "same gradients", "differ", "undecided")
 
 

@@ -26,7 +26,7 @@ __all__ = ["mean_records", "plot_diagnostics", "plot_kl_shares", "plot_stress", 
 
 Records = list[dict[str, Any]]
 
-SUCCESS_PANELS = (("held-out success (T = eval.temperature)", "eval/success_rate"),
+SUCCESS_PANELS = (("held-out success (T = eval.temperature)", mn.eval_key(mn.SUCCESS_RATE)),
                   ("training rollouts' success", mn.SUCCESS_RATE))
 DIAGNOSTIC_PANELS = (
     ("KL(πθ‖πold)", mn.KL_OLD),

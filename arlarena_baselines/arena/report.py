@@ -61,7 +61,6 @@ from arlarena_baselines.arena.stability import mean_drop, stability_section
 from arlarena_baselines.arena.stats import COLLAPSE_Z, Z, paired_difference
 from arlarena_baselines.arena.stress import change_from_start, stress_cells, stress_section
 from arlarena_baselines.arena.tables import num, pm, signed, table
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import atomic_write_gzip
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.runs import config_file
@@ -305,7 +304,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
          for m in IS_CLIPPING_METHODS
          if any(c.method == m and c.role == "staleness" for c in first)],
         ("updates", "KL old", "oob A<0", "oob A>0"),
-        lambda c: [num(c.mean(k), 3) for k in (keys.UPDATES, mn.KL_OLD,
+        lambda c: [num(c.mean(k), 3) for k in (mn.UPDATES, mn.KL_OLD,
                                                *own_band_keys(c.method))],
     )
     chosen = select_configs(first)
@@ -382,10 +381,10 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
                     "drop_steps": _steps(c, "drop_step"),
                     "format_fall_steps": _steps(c, "format_fall_step"),
                     "drop_from_peak": drop[0], "drop_from_peak_se": drop[1],
-                    "updates_mean": c.mean(keys.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
+                    "updates_mean": c.mean(mn.UPDATES), "kl_old_mean": c.mean(mn.KL_OLD),
                     "kl_old_peak": c.peak(mn.KL_OLD), "kl_ref_mean": c.mean(mn.KL_REF),
                     "kl_ref_peak": c.peak(mn.KL_REF),
-                    "grad_norm_peak": c.peak(keys.GRAD_NORM_MAX),
+                    "grad_norm_peak": c.peak(mn.GRAD_NORM_MAX),
                     "oob_own_neg_mean": c.mean(own_band_keys(c.method)[0]),
                     "oob_own_pos_mean": c.mean(own_band_keys(c.method)[1]),
                     "oob_pos_mean": c.mean(mn.OOB_POS_FRAC),

@@ -43,7 +43,6 @@ from arlarena_baselines.arena.stats import (
     stability_variance,
 )
 from arlarena_baselines.evaluation.results import read_records
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
 
 __all__ = ["ConfigResult", "RunResult", "final_temperatures", "load_runs", "select_configs",
@@ -51,7 +50,7 @@ __all__ = ["ConfigResult", "RunResult", "final_temperatures", "load_runs", "sele
 
 _ORDER = {START: -1, **{name: i for i, name in enumerate(METHODS)}}
 _ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
-_EVAL_FORMAT = keys.eval_key(mn.VALID_FORMAT_RATIO)
+_EVAL_FORMAT = mn.eval_key(mn.VALID_FORMAT_RATIO)
 
 
 @dataclass
@@ -92,7 +91,7 @@ class RunResult:
     @property
     def detector_step(self) -> int | None:
         """The first step at which the collapse detector fired, or ``None``."""
-        return next((r["step"] for r in self.steps if r.get(keys.COLLAPSE)), None)
+        return next((r["step"] for r in self.steps if r.get(mn.COLLAPSE)), None)
 
     @cached_property
     def drop(self) -> Drop | None:

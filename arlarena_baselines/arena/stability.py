@@ -19,7 +19,6 @@ from typing import Any
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.arena.stats import COLLAPSE_Z, LASTING_EVALS, Z, seed_effect
 from arlarena_baselines.arena.tables import num, signed, table
-from arlarena_baselines.trainer import keys
 
 __all__ = ["drops", "mean_drop", "stability_section"]
 
@@ -73,11 +72,11 @@ def stability_section(configs: Sequence[Any], held_out: str) -> list[str]:
         reference = next((r for r in configs if r.method == REFERENCE
                           and r.setting == c.setting), None)
         peak_kl_ref = c.peak(mn.KL_REF)
-        rows.append([c.method, c.setting, str(len(c.runs)), num(c.mean(keys.EPISODES), 4),
+        rows.append([c.method, c.setting, str(len(c.runs)), num(c.mean(mn.EPISODES), 4),
                      _peaks(c), signed(mean_drop(c)),
                      *_against(c, reference), _collapses(c), num(c.peak(mn.KL_OLD), 3),
                      "–" if math.isnan(peak_kl_ref) else num(peak_kl_ref, 3),
-                     num(c.peak(keys.GRAD_NORM_MAX), 3)])
+                     num(c.peak(mn.GRAD_NORM_MAX), 3)])
     if not rows:
         return []
     intro = (

@@ -24,7 +24,6 @@ from arlarena_baselines.arena.figure3 import own_band_keys
 from arlarena_baselines.arena.runner import saved_config
 from arlarena_baselines.arena.stats import COLLAPSE_Z, paired_difference
 from arlarena_baselines.arena.tables import num, pm, signed, table
-from arlarena_baselines.trainer import keys
 
 __all__ = ["CALM_METHODS", "StressCell", "cell_grid", "change_from_start", "collapse_counts",
            "stress_cells", "stress_section"]
@@ -133,7 +132,7 @@ def stress_section(configs: Sequence[Any], figure: str | None) -> list[str]:
                 f"{len(c.collapses)}/{len(c.runs)}", _steps(c, "detector_step"),
                 _steps(c, "drop_step"), _steps(c, "format_fall_step"),
                 f"{pm(_held_out(c, 0))} → {pm(_held_out(c, None))}", signed(change_from_start(c)),
-                num(c.peak(mn.KL_OLD), 3), num(c.peak(keys.GRAD_NORM_MAX), 3),
+                num(c.peak(mn.KL_OLD), 3), num(c.peak(mn.GRAD_NORM_MAX), 3),
                 *(num(c.mean(k), 3) for k in own_band_keys(method)),
             ])
     intro = (

@@ -110,12 +110,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _evaluate(demo: DemoRun, out: Path) -> list[Path]:
     from arlarena_baselines.cli._panel import checked_panel
     from arlarena_baselines.evaluation import EvalConfig, evaluate
+    from arlarena_baselines.rollout.envs import EnvFactory
     from wrappers.agents import make_agent
     from wrappers.agents.serve import AgentServer, agent_reply
 
     spec, record = checked_panel(demo.panel, demo.episodes, demo.env_kwargs)
-    config = EvalConfig(env=spec.env, episodes=demo.episodes, seed=spec.seed,
-                        env_kwargs={**spec.env_kwargs, **demo.env_kwargs},
+    stack = EnvFactory(spec.env, {**spec.env_kwargs, **demo.env_kwargs})
+    config = EvalConfig(stack, episodes=demo.episodes, seed=spec.seed,
                         reset_options=dict(spec.options), record={"panel": record})
     kwargs = {"seed": 0, **demo.agent_kwargs}
     paths = []
@@ -142,6 +143,7 @@ def _evaluate(demo: DemoRun, out: Path) -> list[Path]:
 
 def _clone(out: Path, overrides: Sequence[str]) -> tuple[list[dict[str, Any]], Path]:
     """The behaviour-cloning run of ``overrides`` in ``out/bc-tiny``: its held-out records."""
+    from arlarena_baselines.algos import metric_names as mn
     from arlarena_baselines.trainer.config import load_config
     from arlarena_baselines.trainer.sft import train_sft
 
@@ -149,7 +151,7 @@ def _clone(out: Path, overrides: Sequence[str]) -> tuple[list[dict[str, Any]], P
     config = load_config(None, [*overrides, f"run.out={run}"])
     shutil.rmtree(run, ignore_errors=True)
     records = train_sft(config)
-    return [r for r in records if r.get("eval/success_rate") is not None], run
+    return [r for r in records if r.get(mn.eval_key(mn.SUCCESS_RATE)) is not None], run
 
 
 def _clone_line(evals: list[dict[str, Any]], run: Path) -> str:

@@ -185,8 +185,9 @@ def _json_object(text: str, flag: str) -> dict[str, Any]:
 
 
 def _tasks(args: argparse.Namespace) -> dict[str, Any]:
-    """The EvalConfig fields of the tasks: from ``--panel`` (checked against its hashes),
-    or from ``--env``, ``--split``, ``--seed``, ``--episodes``."""
+    """The tasks: the env and its keyword arguments, and the EvalConfig fields of the tasks,
+    from ``--panel`` (checked against its hashes), or from ``--env``, ``--split``, ``--seed``,
+    ``--episodes``."""
     import arlarena_envs
 
     env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
@@ -213,6 +214,7 @@ def _tasks(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.evaluation import EvalConfig
     from arlarena_baselines.evaluation.session import evaluate_agents
+    from arlarena_baselines.rollout.envs import EnvFactory
     from wrappers.agents import make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
 
@@ -228,11 +230,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    config = EvalConfig(
-        samples=args.samples, history_length=args.history_length,
-        format_penalty=args.format_penalty, check=args.format_check, notice=args.notice,
-        batch_size=args.batch_size, env_workers=args.env_workers, **tasks,
-    )
+    stack = EnvFactory(tasks.pop("env"), tasks.pop("env_kwargs"), args.history_length,
+                       args.format_penalty, format_check=args.format_check, notice=args.notice)
+    config = EvalConfig(stack, samples=args.samples, batch_size=args.batch_size,
+                        env_workers=args.env_workers, **tasks)
     names = [a.strip() for a in args.agent.split(",") if a.strip()]
     agents = [(name, lambda shared, name=name: make_agent(
         name, **_agent_options(name, args, {**shared, "prices": prices}, top_k_given)))

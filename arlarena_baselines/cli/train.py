@@ -313,7 +313,9 @@ def check_panels(args: argparse.Namespace, config: Any, phase: str) -> dict[str,
 
 
 def _report(records: list[dict[str, Any]], run_dir: str) -> None:
-    evals = [r for r in records if r.get("eval/success_rate") is not None]
+    from arlarena_baselines.algos import metric_names as mn
+
+    evals = [r for r in records if r.get(mn.eval_key(mn.SUCCESS_RATE)) is not None]
     if evals:
         first, last = evals[0], evals[-1]
         print(f"held-out success: {first['eval/success_rate']:.3f} (step {first['step']}) -> "

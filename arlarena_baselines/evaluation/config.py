@@ -16,44 +16,36 @@ class EvalConfig:
     """What to evaluate on.
 
     Attributes:
-        env: CLI name (``sokoban``) or full gymnasium id.
+        stack: the env-stack settings (:class:`~arlarena_baselines.rollout.envs.EnvFactory`:
+            the env and its ``gymnasium.make`` keyword arguments, the history length, the
+            format check (``study``: the env's projection in the study; ``strict``: ARLArena's)
+            and its penalty, the not-understood notice, a template replacing the env's own).
         episodes: number of tasks; task ``i`` uses env seed ``seed + i``.
         samples: rollouts per task (pass@k needs ``samples >= k``).
         seed: first env seed.
-        history_length: (observation, action) pairs shown in the prompt.
-        format_penalty: reward lost by a response that fails the format check.
-        check, notice: :class:`~wrappers.prompt.PromptWrapper`'s format check (``study``: the
-            env's projection in the study; ``strict``: ARLArena's) and not-understood notice.
         batch_size: episodes in flight at once (one agent call per turn covers them all).
-        env_kwargs: keyword arguments for ``gymnasium.make``.
         reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "eval"}``).
         record: fields added to every episode record (e.g. ``{"panel": {...}}``: the task
             panel the tasks come from, with its hash).
-        template, max_turns: a template replacing the env's own, a turn limit (``None``: none).
+        max_turns: a turn limit (``None``: none).
         env_workers: ``0``: the envs step in this process; ``N`` worker processes; ``"ray"``,
             ``"ray:N"``: Ray actors (:func:`~arlarena_baselines.rollout.pools.make_env_pool`).
     """
 
-    env: str = "sokoban"
+    stack: EnvFactory = field(default_factory=EnvFactory)
     episodes: int = 50
     samples: int = 1
     seed: int = 0
-    history_length: int = 2
-    format_penalty: float = 0.1
-    check: str = "study"
-    notice: bool = False
     batch_size: int = 16
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
     reset_options: dict[str, Any] = field(default_factory=dict)
     record: dict[str, Any] = field(default_factory=dict)
-    template: str | None = None
     max_turns: int | None = None
     env_workers: int | str = 0
 
-    def factory(self) -> EnvFactory:
-        """The recipe of the stack every agent sees (``gymnasium.make`` + ``PromptWrapper``)."""
-        return EnvFactory(self.env, dict(self.env_kwargs), self.history_length,
-                          self.format_penalty, self.template, self.check, self.notice)
+    @property
+    def env(self) -> str:
+        """The env's CLI name or gymnasium id (the stack's)."""
+        return self.stack.env
 
     def starts(self) -> list[Start]:
         """Every episode: each task's samples, ``seed=S/sample=K`` the ``K``-th on env seed

@@ -62,7 +62,7 @@ class ResultsLog(ResultsWriter):
         self._exit.enter_context(held(lock_path(path), f"{path} is being written by another "
                                       "evaluation: wait for it to finish or stop it"))
         try:
-            env = config.factory()()  # for its prompt template
+            env = config.stack()  # for its prompt template
             try:
                 self.settings = settings_record(run_settings(config, agent, env))
             finally:
@@ -158,7 +158,7 @@ def evaluate(
     width = max(1, min(config.batch_size, len(starts)))
     with ResultsLog(results_path, config, agent.name, agent.settings(), resume=resume,
                     force=force, overwrite=overwrite) as log, make_env_pool(
-                        config.factory(), width, config.env_workers) as pool:
+                        config.stack, width, config.env_workers) as pool:
         todo = still_to_play(starts, log.done)
         agent.record_spending(log.spend)
         try:

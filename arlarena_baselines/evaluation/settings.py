@@ -74,15 +74,16 @@ def run_settings(config: EvalConfig, agent: dict, env: PromptWrapper) -> dict[st
     for its prompt template; a turn limit when set), as plain JSON."""
     panel = config.record.get("panel") or {}
     cut = {} if config.max_turns is None else {"max_turns": config.max_turns}
+    s = config.stack
     settings = {
         "arlarena": _version(),
         "agent": agent,
-        "env": {"id": arlarena_envs.resolve_env_id(config.env), "kwargs": config.env_kwargs,
+        "env": {"id": arlarena_envs.resolve_env_id(s.env), "kwargs": s.env_kwargs,
                 "reset_options": config.reset_options, "panel": panel.get("name"), **cut},
         "prompt": {"template": env.template, "template_version": template_version(env.template),
-                   "history_length": config.history_length, "format_check": config.check,
-                   "checked_by": env.format_check, "format_penalty": config.format_penalty,
-                   "notice": config.notice},
+                   "history_length": s.history_length, "format_check": s.format_check,
+                   "checked_by": env.active_check, "format_penalty": s.format_penalty,
+                   "notice": s.notice},
     }
     return json.loads(json.dumps(settings, ensure_ascii=False, default=str))
 

@@ -7,13 +7,15 @@ times) and the trainer; a GRPO sample is one prompt and one completion. So here:
 - each prompt of the dataset (:func:`task_dataset`) *is* its task: the env seed and reset
   options as a :class:`~arlarena_baselines.openrlhf.settings.Task` label, read back by the
   rollout (no table to keep in step with the dataset);
-- :class:`ArenaRollout` plays one episode per prompt with the trainer's model, all episodes of
-  the batch a turn at a time, as one growing conversation: the first prompt as the chat's user
-  turn, then each response and the env's next prompt as the next user turn
+- :class:`ArenaRollout` plays one episode per prompt with the trainer's model through the one
+  episode loop (:func:`~arlarena_baselines.rollout.episodes.play`), all episodes of the batch a
+  turn at a time, as one growing conversation: the first prompt as the chat's user turn, then
+  each response and the env's next prompt as the next user turn
   (:class:`~arlarena_baselines.openrlhf.chat_turns.ChatTurns`, as the OpenRLHF agent does; the
-  env's prompts carry no history of their own, ``history_length=0``). The completion is that
-  whole conversation after the first prompt, with ``env_mask`` 0 on the env's tokens, so that
-  only the model's tokens are trained; ``logprobs`` are the model's at sampling time;
+  env's prompts carry no history of their own, ``history_length=0``). :class:`ChatResponder`
+  keeps each conversation; the completion is that whole conversation after the first prompt,
+  with ``env_mask`` 0 on the env's tokens, so that only the model's tokens are trained;
+  ``logprobs`` are the model's at sampling time;
 - :func:`episode_return` is the reward function: each episode's return, format penalties
   included, which TRL normalises within the group of a prompt;
 - :func:`grpo_settings` turns a method of ``METHODS`` into ``GRPOConfig`` settings where TRL's
@@ -24,10 +26,10 @@ times) and the trainer; a GRPO sample is one prompt and one completion. So here:
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 import torch
@@ -35,14 +37,17 @@ import torch
 from arlarena_baselines.algos import study_method
 from arlarena_baselines.openrlhf.chat_turns import ChatTurns, generation_stop_ids
 from arlarena_baselines.openrlhf.settings import Task, task_from_label
-from arlarena_baselines.rollout.envs import EnvFactory
+from arlarena_baselines.rollout.envs import EnvFactory, InProcessEnvPool
+from arlarena_baselines.rollout.episodes import Episode, Reply, Start, Turn, play
+from arlarena_baselines.rollout.episodes import Task as Group
 from arlarena_envs.registration import env_sampling
-from wrappers.agents.base import stream_seed
+from wrappers.agents.base import AgentRequest, stream_seed
 from wrappers.agents.sampling import SamplingParams, eos_token_ids, generate_batched
 
 __all__ = [
     "TRL_METHODS",
     "ArenaRollout",
+    "ChatResponder",
     "episode_return",
     "grpo_settings",
     "task_dataset",
@@ -128,17 +133,62 @@ def episode_return(completions: Sequence[Any], episode_return: Sequence[float],
 
 
 @dataclass
-class _Episode:
-    env: Any
-    name: str
+class _Conversation:
+    """One episode's chat: its first prompt's ids, then the completion (the model's tokens,
+    mask 1, and the env's later prompts, mask 0)."""
+
     prompt_ids: list[int]
     ids: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
-    total: float = 0.0
-    turns: int = 0
-    valid: int = 0
-    won: bool = False
-    done: bool = False
+    feedback: list[int] | None = None  # the env's next prompt, tokenised, not yet in ``ids``
+
+
+class ChatResponder:
+    """A :class:`~arlarena_baselines.rollout.episodes.Responder` on the trainer's model that
+    keeps each episode as one conversation (see the module docs): an episode's first request
+    opens it, each later one adds the env's prompt as the next user turn. :meth:`over_budget`
+    is the loop's ``stop``: the episode ends when its completion would reach ``budget`` tokens."""
+
+    def __init__(self, model: Any, tokenizer: Any, chat: ChatTurns, sampling: SamplingParams,
+                 batch_size: int, budget: int | None) -> None:
+        self.model, self.chat, self.sampling = model, chat, sampling
+        self.encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]
+        self.decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
+        self.pad_id, self.eos = tokenizer.pad_token_id, eos_token_ids(model, tokenizer)
+        self.batch_size, self.budget = batch_size, budget
+        self.chats: dict[str, _Conversation] = {}
+
+    def respond(self, requests: Sequence[AgentRequest], seed: int) -> list[Reply]:
+        for r in requests:
+            if r.turn == 0:
+                self.chats[r.episode_id] = _Conversation(self.encode(self.chat.first(r.prompt)))
+            else:
+                self._add_feedback(self.chats[r.episode_id], r.prompt)
+        chats = [self.chats[r.episode_id] for r in requests]
+        responses = generate_batched(
+            self.model, [c.prompt_ids + c.ids for c in chats], self.sampling,
+            [stream_seed(seed, r.episode_id, r.turn) for r in requests],
+            batch_size=self.batch_size, pad_id=self.pad_id, eos_ids=self.eos,
+        )
+        for c, response in zip(chats, responses, strict=True):
+            c.ids += response
+            c.mask += [1] * len(response)
+        return [Reply(self.chat.prefill + self.decode(response)) for response in responses]
+
+    def _add_feedback(self, chat: _Conversation, prompt: str) -> None:
+        feedback = chat.feedback if chat.feedback is not None else self.encode(
+            self.chat.next(prompt))
+        chat.ids += feedback
+        chat.mask += [0] * len(feedback)
+        chat.feedback = None
+
+    def over_budget(self, episode: Episode, turn: Turn) -> bool:
+        """Whether the env's next prompt would take the completion to the budget."""
+        if self.budget is None:
+            return False
+        chat = self.chats[episode.traj_id]
+        chat.feedback = self.encode(self.chat.next(episode.prompt))
+        return len(chat.ids) + len(chat.feedback) >= self.budget
 
 
 class ArenaRollout:
@@ -188,73 +238,61 @@ class ArenaRollout:
             raise ValueError("TRL differentiates softmax(logits / T): sample with a temperature "
                              "> 0 and without top-p / top-k (top_p=1.0, top_k=0)")
         chat = ChatTurns(tokenizer, generation_stop_ids(tokenizer), self.chat_template_kwargs)
+        responder = ChatResponder(model, tokenizer, chat, sampling, self.batch_size,
+                                  args.max_completion_length)
         copies: Counter[str] = Counter()
-        episodes = []
+        starts: list[tuple[dict[str, Any], Start]] = []  # each episode: its reset options, start
+        for label in prompts:
+            copies[label] += 1
+            task = task_from_label(label)
+            name = f"step={trainer.state.global_step}/{label}/{copies[label]}"
+            starts.append((task.options, Start(Group(label, task.seed), copies[label], name)))
+        finished = _Finished()
+        pool = InProcessEnvPool(self.factory, len(starts))
         try:
-            for label in prompts:
-                copies[label] += 1
-                name = f"step={trainer.state.global_step}/{label}/{copies[label]}"
-                episodes.append(self._start(label, name, chat, tokenizer))
             with torch.no_grad():
-                self._play(episodes, model, tokenizer, chat, sampling,
-                           args.max_completion_length)
-                logprobs = [self._logprobs(model, e, sampling.temperature) for e in episodes]
+                # One play per set of reset options (the loop resets with one); a task's seed
+                # and each episode's sampling stream are its own, so the grouping changes nothing.
+                def options(item: tuple[dict[str, Any], Start]) -> str:
+                    return repr(sorted(item[0].items()))
+
+                for _, group in groupby(sorted(starts, key=options), options):
+                    items = list(group)
+                    play(pool, responder, [start for _, start in items], [finished],
+                         seed=self.seed, max_turns=self.max_turns,
+                         reset_options=dict(items[0][0]) or None, stop=responder.over_budget)
+                played = [(finished.episodes[s.id], responder.chats[s.id]) for _, s in starts]
+                logprobs = [self._logprobs(model, c, sampling.temperature) for _, c in played]
         finally:
-            for episode in episodes:
-                episode.env.close()
+            pool.close()
         return {
-            "prompt_ids": [e.prompt_ids for e in episodes],
-            "completion_ids": [e.ids for e in episodes],
+            "prompt_ids": [c.prompt_ids for _, c in played],
+            "completion_ids": [c.ids for _, c in played],
             "logprobs": logprobs,
-            "env_mask": [e.mask for e in episodes],
-            "episode_return": [e.total for e in episodes],
-            "won": [float(e.won) for e in episodes],
-            "valid_format": [e.valid / max(e.turns, 1) for e in episodes],
+            "env_mask": [c.mask for _, c in played],
+            "episode_return": [e.episode_return for e, _ in played],
+            "won": [float(bool(e.info.get("won", False))) for e, _ in played],
+            "valid_format": [e.valid_turns / max(e.turns, 1) for e, _ in played],
         }
 
-    def _start(self, label: str, name: str, chat: ChatTurns, tokenizer: Any) -> _Episode:
-        task = task_from_label(label)
-        env = self.factory()
-        prompt, _ = env.reset(seed=task.seed, options=task.options or None)
-        ids = tokenizer(chat.first(prompt), add_special_tokens=False)["input_ids"]
-        return _Episode(env, name, ids)
-
-    def _play(self, episodes: list[_Episode], model: Any, tokenizer: Any, chat: ChatTurns,
-              sampling: SamplingParams, budget: int | None) -> None:
-        eos = eos_token_ids(model, tokenizer)
-        for turn in itertools.count():
-            live = [e for e in episodes if not e.done]
-            if not live:
-                return
-            seeds = [stream_seed(self.seed, e.name, turn) for e in live]
-            responses = generate_batched(
-                model, [e.prompt_ids + e.ids for e in live], sampling, seeds,
-                batch_size=self.batch_size, pad_id=tokenizer.pad_token_id, eos_ids=eos,
-            )
-            for episode, response in zip(live, responses, strict=True):
-                text = tokenizer.decode(response, skip_special_tokens=True)
-                prompt, reward, terminated, truncated, info = episode.env.step(chat.prefill + text)
-                episode.ids += response
-                episode.mask += [1] * len(response)
-                episode.total += float(reward)
-                episode.turns += 1
-                episode.valid += bool(info.get("format_ok", True))
-                episode.won = bool(info.get("won", False))
-                feedback = tokenizer(chat.next(prompt), add_special_tokens=False)["input_ids"]
-                episode.done = (
-                    terminated or truncated
-                    or (self.max_turns is not None and episode.turns >= self.max_turns)
-                    or (budget is not None and len(episode.ids) + len(feedback) >= budget)
-                )
-                if not episode.done:
-                    episode.ids += feedback
-                    episode.mask += [0] * len(feedback)
-
     @staticmethod
-    def _logprobs(model: Any, episode: _Episode, temperature: float) -> list[float]:
+    def _logprobs(model: Any, chat: _Conversation, temperature: float) -> list[float]:
         """log softmax(logits / T) of each completion token: the sampling distribution."""
         device = next(model.parameters()).device
-        ids = torch.tensor([episode.prompt_ids + episode.ids], device=device)
-        logits = model(input_ids=ids).logits[0, len(episode.prompt_ids) - 1 : -1].float()
-        tokens = torch.tensor(episode.ids, device=device).unsqueeze(-1)
+        ids = torch.tensor([chat.prompt_ids + chat.ids], device=device)
+        logits = model(input_ids=ids).logits[0, len(chat.prompt_ids) - 1 : -1].float()
+        tokens = torch.tensor(chat.ids, device=device).unsqueeze(-1)
         return torch.log_softmax(logits / temperature, -1).gather(-1, tokens)[:, 0].tolist()
+
+
+class _Finished:
+    """The loop's consumer that keeps each finished episode by its id."""
+
+    def __init__(self) -> None:
+        self.episodes: dict[str, Episode] = {}
+
+    def turn(self, episode: Episode, turn: Turn) -> None:
+        pass
+
+    def finish(self, episode: Episode) -> None:
+        self.episodes[episode.traj_id] = episode

@@ -37,6 +37,7 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 from arlarena_baselines.openrlhf import turn_logs
 from arlarena_baselines.openrlhf.chat_turns import ChatTurns, generation_stop_ids
 from arlarena_baselines.openrlhf.settings import AgentSettings, task_from_label
+from arlarena_baselines.rollout.episodes import format_valid
 
 __all__ = ["AgentExecutor", "ArenaAgentInstance"]
 
@@ -67,7 +68,7 @@ class ArenaAgentInstance(AgentInstanceBase):
         prompt, reward, terminated, truncated, self.info = await asyncio.to_thread(
             self.env.step, self.chat.prefill + states["action_text"]
         )
-        self.turns.append((float(reward), anchor, bool(self.info.get("format_ok", True))))
+        self.turns.append((float(reward), anchor, format_valid(self.info)))
         limit = self.settings.max_turns
         done = terminated or truncated or (limit is not None and len(self.turns) >= limit)
         won = float(bool(self.info.get("won", False)))

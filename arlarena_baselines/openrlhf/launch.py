@@ -51,7 +51,6 @@ __all__ = [
     "SETUP_HOOK",
     "EnvRun",
     "Launch",
-    "main",
     "openrlhf_args",
     "panel_tasks",
     "run",
@@ -312,13 +311,3 @@ def run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
         (tasks / "panels.json").write_text(json.dumps(panels, indent=1) + "\n")
     return subprocess.call(command)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m arlarena_baselines.openrlhf.launch ARGS``: ``arlarena train openrlhf ARGS``."""
-    from arlarena_baselines.cli import main as arlarena
-
-    return arlarena(["train", "openrlhf", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,16 +26,16 @@ from typing import Any
 import torch
 
 from arlarena_baselines.algos import Method, make_sampler
+from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.openrlhf import turn_logs
 from arlarena_baselines.openrlhf.settings import RunSettings
-from arlarena_baselines.trainer import keys
 
 __all__ = ["EVAL_RETURN", "EVAL_SCORE", "EVAL_SUCCESS", "eval_metrics", "eval_sampling",
            "resume_step", "step_samples"]
 
 # OpenRLHF's loggers put "eval/" in front: the names of `arlarena train`'s evaluation.
-EVAL_SUCCESS, EVAL_SCORE, EVAL_RETURN = (keys.eval_key(k).removeprefix(keys.EVAL_PREFIX)
-                                         for k in (turn_logs.SUCCESS, keys.SCORE, keys.RETURN))
+EVAL_SUCCESS, EVAL_SCORE, EVAL_RETURN = (mn.eval_key(k).removeprefix(mn.EVAL_PREFIX)
+                                         for k in (turn_logs.SUCCESS, mn.SCORE, mn.RETURN))
 _STEP = "arlarena_step"  # the generator's attribute: steps trained so far
 
 
@@ -82,7 +82,7 @@ def step_samples(generator: Any, method: Method, settings: RunSettings,
     if drained:
         generator._dataloader_iter = None
     resume_step(generator, step + 1)
-    logs = {keys.ROUNDS: sampler.rounds, keys.KEPT_GROUPS: sampler.kept_groups,
+    logs = {mn.ROUNDS: sampler.rounds, mn.KEPT_GROUPS: sampler.kept_groups,
             **sampler.metrics()}
     for experience in kept:
         experience.info.update({k: torch.tensor([float(v)]) for k, v in logs.items()})

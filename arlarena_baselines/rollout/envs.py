@@ -14,7 +14,7 @@ import multiprocessing as mp
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import gymnasium as gym
@@ -38,13 +38,16 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 @dataclass(frozen=True)
 class EnvFactory:
-    """How to build one env of the wrapper stack; picklable, so workers can build their own.
+    """The env-stack settings, one value: how to build one env of the wrapper stack
+    (``gymnasium.make`` + :class:`~wrappers.prompt.PromptWrapper`). An evaluation holds one
+    (:class:`~arlarena_baselines.evaluation.config.EvalConfig`'s ``stack``), and so does
+    training (``rollout.stack``); picklable, so workers build their own.
 
     Attributes:
         env: CLI name (``sokoban``) or full gymnasium id.
         env_kwargs: keyword arguments for ``gymnasium.make``.
-        history_length, format_penalty, check, notice: :class:`~wrappers.prompt.PromptWrapper`'s
-            settings.
+        history_length, format_penalty, format_check, notice:
+            :class:`~wrappers.prompt.PromptWrapper`'s settings.
         template: a template name that replaces the env's own (e.g. ``sokoban_compact``, see
             :mod:`~arlarena_baselines.rollout.templates`), or ``None``.
     """
@@ -54,7 +57,7 @@ class EnvFactory:
     history_length: int = 2
     format_penalty: float = 0.1
     template: str | None = None
-    check: str = "study"
+    format_check: str = "study"
     notice: bool = False
 
     def __call__(self) -> gym.Env:
@@ -64,12 +67,18 @@ class EnvFactory:
 
         env = gym.make(arlarena_envs.resolve_env_id(self.env), **self.env_kwargs)
         wrapped = PromptWrapper(
-            env, self.history_length, self.format_penalty, self.check, self.notice
+            env, self.history_length, self.format_penalty, self.format_check, self.notice
         )
         if self.template is not None:
             templates.check_template(self.template)
             wrapped.template = self.template
         return wrapped
+
+    @classmethod
+    def of(cls, settings: Any) -> EnvFactory:
+        """The stack that ``settings`` spells out field by field under these fields' names
+        (a training config's flat ``rollout`` section, whose YAML keys they are)."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
 
 def worker_slots(worker: int, num_envs: int, workers: int) -> list[int]:

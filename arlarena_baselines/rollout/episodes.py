@@ -7,14 +7,15 @@ samples), which get every :class:`Turn` and every finished :class:`Episode`. Eac
 prompts of all live episodes go to the responder in one batch and the pool steps their envs
 together; a request samples from the stream of (``seed``, its episode's id, its turn), so an
 episode is the same whatever shares its batch, however many envs run, and after a resume. An
-episode ends when its env terminates or truncates, after ``max_turns`` turns, or on a reply's
-``error`` (that episode only). An env that continues one response (TIR Math) gets each later
-prompt as token ids extended from the turn before (:mod:`.continuation`).
+episode ends when its env terminates or truncates, after ``max_turns`` turns, when the caller's
+``stop`` says so, or on a reply's ``error`` (that episode only). The loop alone decides whether
+a turn's response was valid (:func:`format_valid`). An env that continues one response (TIR
+Math) gets each later prompt as token ids extended from the turn before (:mod:`.continuation`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Protocol
@@ -24,10 +25,21 @@ from arlarena_baselines.rollout.envs import EnvPool, StepResult
 from wrappers.agents.base import Agent, AgentRequest, add_usage
 
 __all__ = ["CONTINUED_PROMPT_IDS", "AgentResponder", "Consumer", "Episode", "Reply", "Responder",
-           "Start", "Task", "Turn", "play"]
+           "Start", "Task", "Turn", "format_valid", "play"]
 
 CONTINUED_PROMPT_IDS = "continued_prompt_ids"
 """The request-info key under which a model gets the prompt ids of a continued response."""
+
+
+def format_valid(info: Mapping[str, Any]) -> bool:
+    """Whether a turn's response passed its env's format check: ``info["format_ok"]``, and
+    valid when there is none, as :class:`~wrappers.prompt.PromptWrapper` judges an env with
+    free-form actions (no check, nothing to fail; the study penalises only a failed check).
+
+    >>> format_valid({"format_ok": False}), format_valid({"format_ok": True}), format_valid({})
+    (False, True, True)
+    """
+    return bool(info.get("format_ok", True))
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,11 @@ class Turn:
     truncated: bool
     info: dict[str, Any]
 
+    @property
+    def valid(self) -> bool:
+        """Whether the response passed its env's format check (:func:`format_valid`)."""
+        return format_valid(self.info)
+
 
 @dataclass
 class Episode:
@@ -170,7 +187,7 @@ class Episode:
         turn = Turn(self.turns, self.prompt, self.info.get("anchor", ""), reply, generated,
                     reward, terminated, truncated, info)
         self.turns += 1
-        self.valid_turns += bool(info.get("format_ok"))
+        self.valid_turns += turn.valid
         self.episode_return += float(reward)
         self.prompt, self.info = prompt, info
         return turn
@@ -194,12 +211,14 @@ def play(
     max_turns: int | None = None,
     reset_options: dict[str, Any] | None = None,
     refill: bool = True,
+    stop: Callable[[Episode, Turn], bool] | None = None,
     bar: Any = None,
 ) -> None:
     """Play ``starts`` in the ``pool.num_envs`` slots of ``pool``, batched per turn. With
     ``refill`` a waiting episode starts as soon as a slot frees; without, the next wave starts
     when the whole wave has ended (a training batch keeps its samples in the order a wave's
-    episodes finish). ``bar`` (e.g. a ``tqdm``) counts the finished episodes."""
+    episodes finish). ``stop(episode, turn)``, after a turn, ends that episode when true (e.g. a
+    token budget). ``bar`` (e.g. a ``tqdm``) counts the finished episodes."""
     todo = iter(starts)
     free = list(range(pool.num_envs))[::-1]
     live: list[Episode] = []
@@ -225,7 +244,8 @@ def play(
                 for consumer in consumers:
                     consumer.turn(episode, turn)
                 if not (turn.terminated or turn.truncated
-                        or (max_turns is not None and episode.turns >= max_turns)):
+                        or (max_turns is not None and episode.turns >= max_turns)
+                        or (stop is not None and stop(episode, turn))):
                     still.append(episode)
                     continue
             free.append(episode.slot)

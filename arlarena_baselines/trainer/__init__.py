@@ -9,8 +9,9 @@
 - :mod:`.rl`: :class:`RLTrainer` and :func:`train_rl` (the study's training step);
 - :mod:`.heldout`: periodic evaluation on held-out seeds;
 - :mod:`.checkpoint`, :mod:`.tracking`, :mod:`.runs`: atomic checkpoints and resume, metrics
-  (JSONL, TensorBoard, W&B), run folders, seeds and threads;
-- :mod:`.plots`: training curves and the diagnostics panel; :mod:`.keys`: metric names.
+  (JSONL, TensorBoard, W&B; their names live in :mod:`~arlarena_baselines.algos.metric_names`),
+  run folders, seeds and threads;
+- :mod:`.plots`: training curves and the diagnostics panel.
 """
 
 

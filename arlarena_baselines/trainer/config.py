@@ -22,9 +22,12 @@ import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from arlarena_baselines.rollout.envs import EnvFactory
 
 __all__ = [
     "EvalConfig",
@@ -158,6 +161,14 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.num_tasks is not None and self.num_tasks < 1:
             raise ValueError(f"rollout.num_tasks must be >= 1 or null, got {self.num_tasks}")
+
+    @property
+    def stack(self) -> EnvFactory:
+        """The env-stack settings of this section (``env`` … ``notice``) as one value, the
+        one an evaluation holds (:class:`~arlarena_baselines.rollout.envs.EnvFactory`)."""
+        from arlarena_baselines.rollout.envs import EnvFactory
+
+        return EnvFactory.of(self)
 
 
 @dataclass

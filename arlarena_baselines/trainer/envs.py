@@ -2,7 +2,8 @@
 
 Holds :func:`eval_config` (``eval.*``'s tasks on the rollouts' wrapper stack, turn limit and
 env workers, as an :class:`~arlarena_baselines.evaluation.config.EvalConfig`) and
-:func:`env_factory` (that wrapper stack, the same for training and evaluation).
+:func:`env_factory` (that wrapper stack, ``rollout.stack``: the same for training and
+evaluation).
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ def eval_config(config: TrainConfig) -> EvalConfig:
     default the rollouts')."""
     r, e = config.rollout, config.eval
     return EvalConfig(
-        env=r.env, episodes=e.episodes, seed=e.seed, history_length=r.history_length,
-        format_penalty=r.format_penalty, check=r.format_check, notice=r.notice,
-        env_kwargs=dict(r.env_kwargs), template=r.template, max_turns=r.max_turns,
+        r.stack, episodes=e.episodes, seed=e.seed, max_turns=r.max_turns,
         reset_options=dict((r.reset_options if e.reset_options is None else e.reset_options)
                            or {}), env_workers=r.env_workers,
     )
@@ -29,4 +28,4 @@ def eval_config(config: TrainConfig) -> EvalConfig:
 
 def env_factory(config: TrainConfig) -> EnvFactory:
     """The wrapper stack of ``config.rollout`` (shared by training and evaluation)."""
-    return eval_config(config).factory()
+    return config.rollout.stack

@@ -21,6 +21,7 @@ from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
+from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.evaluation import ResultsLog
 from arlarena_baselines.evaluation.results import still_to_play
 from arlarena_baselines.rollout import (
@@ -33,10 +34,9 @@ from arlarena_baselines.rollout import (
 )
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.envs import eval_config
-from arlarena_baselines.trainer.keys import eval_key, rollout_metrics
 from arlarena_baselines.trainer.policy import Policy
 from arlarena_baselines.trainer.sampling import eval_sampling
-from arlarena_baselines.trainer.tracking import MetricsLogger
+from arlarena_baselines.trainer.tracking import MetricsLogger, rollout_metrics
 
 __all__ = ["HELDOUT_DIR", "evaluate_policy", "heldout_rollout"]
 
@@ -106,4 +106,4 @@ def evaluate_policy(
                               label=f"{logger.phase}@{step}" if logger else "policy")
     if logger is not None:
         logger.log_episodes(step, rollout.episodes)
-    return {eval_key(k): v for k, v in rollout_metrics(rollout).items()}
+    return {mn.eval_key(k): v for k, v in rollout_metrics(rollout).items()}

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from arlarena_baselines.algos import metric_names as mn
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.tracking import read_metrics
 
 __all__ = ["metric_series", "plot_kl_share_bars", "plot_run"]
@@ -26,24 +25,25 @@ __all__ = ["metric_series", "plot_kl_share_bars", "plot_run"]
 Panel = tuple[str, Sequence[tuple[str, str]]]
 
 _RL_CURVES: list[Panel] = [
-    ("success rate", [(mn.SUCCESS_RATE, "train rollouts"), ("eval/success_rate", "held-out")]),
+    ("success rate", [(mn.SUCCESS_RATE, "train rollouts"),
+                      (mn.eval_key(mn.SUCCESS_RATE), "held-out")]),
     ("valid-format ratio", [(mn.VALID_FORMAT_RATIO, "train rollouts"),
-                            ("eval/valid_format_ratio", "held-out")]),
-    ("episode return", [(keys.RETURN, "train rollouts"), ("eval/return", "held-out")]),
-    ("response length (tokens)", [(keys.RESPONSE_LENGTH, "train rollouts"),
-                                  ("eval/response_length", "held-out")]),
-    ("entropy", [(keys.ROLLOUT_ENTROPY, "π_old, train rollouts"),
+                            (mn.eval_key(mn.VALID_FORMAT_RATIO), "held-out")]),
+    ("episode return", [(mn.RETURN, "train rollouts"), (mn.eval_key(mn.RETURN), "held-out")]),
+    ("response length (tokens)", [(mn.RESPONSE_LENGTH, "train rollouts"),
+                                  (mn.eval_key(mn.RESPONSE_LENGTH), "held-out")]),
+    ("entropy", [(mn.ROLLOUT_ENTROPY, "π_old, train rollouts"),
                  (mn.ENTROPY, "update (−log π of the tokens where not trained)")]),
 ]
 _SFT_CURVES: list[Panel] = [
-    ("SFT loss (response tokens)", [(keys.SFT_LOSS, "cross-entropy")]),
-    ("held-out success rate", [("eval/success_rate", "success")]),
-    ("held-out valid-format ratio", [("eval/valid_format_ratio", "valid format")]),
-    ("learning rate", [(keys.SFT_LR, "lr")]),
+    ("SFT loss (response tokens)", [(mn.SFT_LOSS, "cross-entropy")]),
+    ("held-out success rate", [(mn.eval_key(mn.SUCCESS_RATE), "success")]),
+    ("held-out valid-format ratio", [(mn.eval_key(mn.VALID_FORMAT_RATIO), "valid format")]),
+    ("learning rate", [(mn.SFT_LR, "lr")]),
 ]
 _RL_DIAGNOSTICS: list[Panel] = [
     ("KL divergences", [(mn.KL_OLD, "KL(πθ‖πold)"), (mn.KL_REF, "k3 KL to πref")]),
-    ("gradient norm", [(mn.GRAD_NORM, "mean"), (keys.GRAD_NORM_MAX, "max")]),
+    ("gradient norm", [(mn.GRAD_NORM, "mean"), (mn.GRAD_NORM_MAX, "max")]),
     ("ratio outside [1-ε_low, 1+ε_high]", [(mn.STAB_OOB_LOW_FRAC, "low (A<0)"),
                                            (mn.STAB_OOB_HIGH_FRAC, "high (A>0)"),
                                            (mn.OOB_FRAC, "all tokens")]),

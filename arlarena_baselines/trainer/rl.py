@@ -57,7 +57,6 @@ from arlarena_baselines.rollout import (
     right_aligned,
     sample_log_probs,
 )
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
@@ -69,7 +68,7 @@ from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
 from arlarena_baselines.trainer.sampling import training_sampling
-from arlarena_baselines.trainer.tracking import MetricsLogger
+from arlarena_baselines.trainer.tracking import MetricsLogger, rollout_metrics
 
 __all__ = ["RLTrainer", "train_rl"]
 
@@ -173,18 +172,18 @@ class RLTrainer:
             batch += rollout.select(keep.tolist())
             seen.extend(rollout)
         rollout_s = time.perf_counter() - start
-        metrics = keys.rollout_metrics(seen) | sampler.metrics()
+        metrics = rollout_metrics(seen) | sampler.metrics()
         metrics |= {
-            keys.ROLLOUT_ENTROPY: float(np.mean([s.entropy for s in seen.samples] or [0.0])),
-            keys.ROUNDS: float(sampler.rounds),
-            keys.KEPT_GROUPS: float(sampler.kept_groups),
-            keys.SAMPLES: float(len(batch)),
-            keys.TIME_ROLLOUT: rollout_s,
-            keys.GEN_TOKENS_PER_S: seen.generated_tokens / max(rollout_s, 1e-9),
+            mn.ROLLOUT_ENTROPY: float(np.mean([s.entropy for s in seen.samples] or [0.0])),
+            mn.ROUNDS: float(sampler.rounds),
+            mn.KEPT_GROUPS: float(sampler.kept_groups),
+            mn.SAMPLES: float(len(batch)),
+            mn.TIME_ROLLOUT: rollout_s,
+            mn.GEN_TOKENS_PER_S: seen.generated_tokens / max(rollout_s, 1e-9),
         }
         if not batch:
-            metrics[keys.STEP_SKIPPED] = 1.0
-            return metrics | {keys.TIME_STEP: time.perf_counter() - start}
+            metrics[mn.STEP_SKIPPED] = 1.0
+            return metrics | {mn.TIME_STEP: time.perf_counter() - start}
 
         # 2. Advantages with the method's estimator (one value per step sample).
         advantages = self.advantages(batch)
@@ -222,12 +221,12 @@ class RLTrainer:
             success_rate=metrics[mn.SUCCESS_RATE],
             grad_norm=float(np.mean(finite)) if finite else float("nan"),
         )
-        metrics[keys.GRAD_NORM_MAX] = max(grad_norms)
-        metrics[keys.UPDATES] = float(len(grad_norms))
-        metrics[keys.SKIPPED_UPDATES] = float(len(grad_norms) - len(finite))
-        metrics[keys.LR] = self.optimizer.param_groups[0]["lr"]
-        metrics[keys.TIME_UPDATE] = time.perf_counter() - update_start
-        metrics[keys.TIME_STEP] = time.perf_counter() - start
+        metrics[mn.GRAD_NORM_MAX] = max(grad_norms)
+        metrics[mn.UPDATES] = float(len(grad_norms))
+        metrics[mn.SKIPPED_UPDATES] = float(len(grad_norms) - len(finite))
+        metrics[mn.LR] = self.optimizer.param_groups[0]["lr"]
+        metrics[mn.TIME_UPDATE] = time.perf_counter() - update_start
+        metrics[mn.TIME_STEP] = time.perf_counter() - start
         return metrics
 
     # -- the pieces of a step ---------------------------------------------------------------
@@ -409,7 +408,7 @@ class RLTrainer:
                     metrics |= self.evaluate()
                 message = self.detector.update(metrics)
                 if message is not None:
-                    metrics[keys.COLLAPSE] = 1.0
+                    metrics[mn.COLLAPSE] = 1.0
                     tqdm.write(f"[step {self.step}] {message}", file=sys.stderr)
                 records.append(self.logger.log(self.step, metrics))
                 if self._checkpoint_due():

@@ -53,7 +53,7 @@ def auto_threads() -> int:
     use, at least 1 and at most torch's own default. A rule of the machine alone, not of its
     momentary load, so a run, its resume and its rerun use the same count.
 
-    Measured on a shared 2-core machine (``python bench/trainer.py``; the README, "Agents and
+    Measured on a shared 2-core machine (``python bench/trainer.py``; docs/agents.md, "Agents and
     evaluation", **Threads**): a thread more than the cores left free makes decoding several
     times slower (torch's threads spin and wait for each other when another process holds a
     core); the other half is left to env workers, the vLLM engine and the system.

@@ -28,10 +28,10 @@ from arlarena_baselines.rollout import (
     InProcessEnvPool,
     Task,
     collect,
+    format_valid,
     make_env_pool,
     pack_pairs,
 )
-from arlarena_baselines.trainer import keys
 from arlarena_baselines.trainer.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
@@ -130,7 +130,7 @@ def load_demonstrations(
         (r["prompt"], r["response"])
         for r in records
         if r.get("type") == "turn"
-        and r.get("format_ok", True)
+        and format_valid(r)
         and scores.get(r["episode_id"], -math.inf) >= min_score
     ]
 
@@ -226,7 +226,7 @@ class SFTTrainer:
         lr = self.scheduler.get_last_lr()[0]
         self.optimizer.step()
         self.scheduler.step()
-        return {keys.SFT_LOSS: loss_sum / total, keys.SFT_LR: lr,
+        return {mn.SFT_LOSS: loss_sum / total, mn.SFT_LR: lr,
                 mn.GRAD_NORM: float(grad_norm)}
 
     def evaluate(self) -> dict[str, float]:
@@ -261,7 +261,7 @@ class SFTTrainer:
                         keep=c.run.keep_checkpoints,
                     )
                 bar.update()
-                bar.set_postfix(loss=f"{metrics[keys.SFT_LOSS]:.3f}")
+                bar.set_postfix(loss=f"{metrics[mn.SFT_LOSS]:.3f}")
             self.policy.save(self.run_dir / "final")
         finally:
             bar.close()

@@ -1,6 +1,8 @@
 """Where metrics go: a JSONL file always, TensorBoard and Weights & Biases when asked.
 
-Holds :class:`MetricsLogger` and :func:`read_metrics`. Each line of ``metrics.jsonl`` is one
+Holds :class:`MetricsLogger`, :func:`read_metrics` and :func:`rollout_metrics` (the summary
+of a rollout, training's or a held-out evaluation's, under the names of
+:mod:`~arlarena_baselines.algos.metric_names`). Each line of ``metrics.jsonl`` is one
 logged step: ``{"phase": ..., "step": ..., <metric>: <float>, ...}``; each line of
 ``eval_episodes.jsonl`` is one held-out episode of an evaluation (its task, seed, outcome), so
 two runs evaluated on the same tasks can be compared task by task. On resume the logger drops
@@ -18,9 +20,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.rollout import Rollout
 from arlarena_baselines.rollout.samples import EpisodeResult
 
-__all__ = ["EVAL_EPISODES_FILE", "METRICS_FILE", "MetricsLogger", "episode_record", "read_metrics"]
+__all__ = ["EVAL_EPISODES_FILE", "METRICS_FILE", "MetricsLogger", "episode_record", "read_metrics",
+           "rollout_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_EPISODES_FILE = "eval_episodes.jsonl"
@@ -152,3 +157,18 @@ class MetricsLogger:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def rollout_metrics(rollout: Rollout) -> dict[str, float]:
+    """Success rate, valid-format ratio, score, return, turns and response length."""
+    episodes, samples = rollout.episodes, rollout.samples
+    n_ep, n_turns = max(len(episodes), 1), max(len(samples), 1)
+    return {
+        mn.EPISODES: float(len(episodes)),
+        mn.SUCCESS_RATE: sum(e.won for e in episodes) / n_ep,
+        mn.SCORE: sum(e.score for e in episodes) / n_ep,
+        mn.RETURN: sum(e.episode_return for e in episodes) / n_ep,
+        mn.TURNS: sum(e.turns for e in episodes) / n_ep,
+        mn.VALID_FORMAT_RATIO: sum(s.valid for s in samples) / n_turns,
+        mn.RESPONSE_LENGTH: sum(len(s.response_ids) for s in samples) / n_turns,
+    }

@@ -1,7 +1,8 @@
 """Scripted ALFWorld players for tests and benchmarks: the planner expert and a random agent.
 
 Holds :class:`EpisodeResult`, :func:`expert_policy`, :func:`random_admissible_policy` and
-:func:`play` (one episode of a policy on an :class:`~arlarena_envs.alfworld.env.ALFWorldEnv`).
+:func:`run_policy` (one timed episode of a policy on a bare
+:class:`~arlarena_envs.alfworld.env.ALFWorldEnv`: no prompts, so not the rollouts' loop).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from arlarena_envs.alfworld.env import ALFWorldEnv
 
-__all__ = ["EpisodeResult", "Policy", "expert_policy", "play", "random_admissible_policy"]
+__all__ = ["EpisodeResult", "Policy", "expert_policy", "random_admissible_policy", "run_policy"]
 
 Policy = Callable[[ALFWorldEnv, dict[str, Any]], str | None]
 """``(env, info) -> command``; ``None`` ends the episode early."""
@@ -54,7 +55,7 @@ def random_admissible_policy(seed: int) -> Policy:
     return choose
 
 
-def play(
+def run_policy(
     env: ALFWorldEnv,
     policy: Policy,
     *,

@@ -276,8 +276,9 @@ class DebateAgent(Agent):
         model, base_url, api_key: defaults for participants that do not name their own.
         concurrency: requests in flight at once, across episodes and debaters.
         cache, budget, prices: as for the ``openai`` agent, shared by every participant.
-        Sampling options (``max_tokens``, ``temperature``, ``top_p``, ``seed``) and retry
-        options are the participants' defaults.
+
+    Sampling options (``max_tokens``, ``temperature``, ``top_p``, ``seed``) and retry options
+    are the participants' defaults.
     """
 
     name = "debate"
