@@ -90,7 +90,7 @@ class EnvRun:
 
 
 ENVS: dict[str, EnvRun] = {
-    "sokoban": EnvRun("sokoban", 16384, ring_attn_size=2),
+    "sokoban": EnvRun("sokoban", 16384, {"split": "train"}, {"split": "eval"}, ring_attn_size=2),
     "alfworld": EnvRun("alfworld", 32768, {"split": "train"},
                        {"split": "eval_out_of_distribution"}, ring_attn_size=4),
     "webshop": EnvRun("webshop", 16384, {"split": "train"}, {"split": "eval"}, ring_attn_size=2),

@@ -93,7 +93,9 @@ class RolloutConfig:
     Attributes:
         env: env CLI name (``sokoban``) or full id (``ARLArena/Bandit-v0``).
         env_kwargs: keyword arguments for ``gymnasium.make``.
-        reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "train"}``).
+        reset_options: ``options`` for every training ``reset``, over the env's training split
+            (:func:`~arlarena_envs.registration.env_splits`: Sokoban ``{split: train}``, which
+            never shows a held-out level).
         template: replace the env's prompt template (e.g. ``sokoban_compact``); ``null`` keeps
             the study's template.
         history_length: (observation, action) pairs shown in the prompt.
@@ -162,14 +164,17 @@ class RolloutConfig:
 
 @dataclass
 class EvalConfig:
-    """Periodic evaluation on held-out env seeds (never used for training).
+    """Periodic evaluation on held-out tasks (never used for training).
 
     Attributes:
         every: evaluate every this many steps (0 = only at the start and the end).
         episodes: held-out tasks, one rollout each; task ``i`` uses seed ``seed + i``.
-        seed: first held-out seed (far from the training seeds).
-        reset_options: ``options`` of the held-out resets (``null``: the rollout's, e.g. a
-            held-out split: ``{split: eval_out_of_distribution}``).
+        seed: first held-out seed.
+        reset_options: ``options`` of the held-out resets (``null``: the env's held-out split,
+            which shares no content with the tasks training draws: Sokoban ``{split: eval}``,
+            ALFWorld ``{split: eval_out_of_distribution}``, WebShop ``{split: eval}``, TIR Math
+            ``{split: gen_eval}``; see :func:`~arlarena_envs.registration.env_splits`).
+            Every held-out result records which tasks it played.
         temperature, top_p, top_k: evaluation sampling (``null``: the study's for the env,
             e.g. T 0.6 / top-p 0.95 / top-k 20 on ALFWorld and WebShop, T 0.4 on Sokoban).
         max_new_tokens: response budget (``null``: the rollout's).

@@ -64,6 +64,7 @@ from arlarena_baselines.trainer.checkpoint import (
     save_checkpoint,
 )
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
+from arlarena_baselines.trainer.envs import training_options
 from arlarena_baselines.trainer.estimate import warn_if_long
 from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
@@ -250,7 +251,7 @@ class RLTrainer:
             tasks,
             r.group_size,
             max_turns=r.max_turns,
-            reset_options=r.reset_options or None,
+            reset_options=training_options(self.config) or None,
             seed=call_seed(self.config.run.seed, step, round_),
             scorer=self.policy.score,
             progress=self.config.run.progress,

@@ -38,6 +38,7 @@ from arlarena_baselines.trainer.checkpoint import (
     save_checkpoint,
 )
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
+from arlarena_baselines.trainer.envs import training_options
 from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
@@ -72,7 +73,7 @@ def collect_demonstrations(
             tasks,
             1,
             max_turns=config.rollout.max_turns,
-            reset_options=config.rollout.reset_options or None,
+            reset_options=training_options(config) or None,
             seed=config.run.seed,
             progress=progress,
             desc=f"collect {s.agent}",
