@@ -409,6 +409,12 @@ class TextEnv(gym.Env[str, str]):
         info.update(extra)
         return info
 
+    def scorer(self) -> dict[str, Any]:
+        """What decides this env's scores beyond its constructor arguments (a library it found,
+        an environment variable, a data folder), as plain JSON: results keep it in their
+        settings record, so runs scored differently never merge. Default: nothing."""
+        return {}
+
     def expert_action(self) -> str | None:
         """The raw action an expert would take now, or ``None`` if the env has no expert.
 

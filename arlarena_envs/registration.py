@@ -20,6 +20,8 @@ __all__ = [
     "EnvSpec",
     "Sampling",
     "env_sampling",
+    "check_env_kwargs",
+    "describe_tasks",
     "env_splits",
     "register_envs",
     "resolve_env_id",
@@ -151,6 +153,45 @@ def env_splits(name: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """
     spec = ENV_SPECS[resolve_env_id(name)]
     return dict(spec.training), None if spec.heldout is None else dict(spec.heldout)
+
+
+_MAKE_KWARGS = frozenset({"max_episode_steps", "render_mode", "disable_env_checker",
+                          "autoreset", "apply_api_compatibility"})
+"""Keyword arguments ``gymnasium.make`` takes for itself (any env)."""
+
+
+def check_env_kwargs(name: str, kwargs: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the keys of ``kwargs`` that neither ``gymnasium.make`` nor
+    the env's constructor takes (checked before anything is built)."""
+    import importlib
+    import inspect
+
+    module, _, attribute = ENV_SPECS[resolve_env_id(name)].entry_point.partition(":")
+    params = inspect.signature(getattr(importlib.import_module(module), attribute)).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = _MAKE_KWARGS | set(params)
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise ValueError(f"{resolve_env_id(name)} takes no env kwarg {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(known))}")
+
+
+def describe_tasks(config: Any) -> str:
+    """One line saying which tasks an evaluation plays: the env, its split (the reset options,
+    else the env's default, which for ALFWorld and WebShop is the training split) and seeds."""
+    spec = ENV_SPECS[resolve_env_id(config.env)]
+    options = dict(config.reset_options)
+    if options:
+        which = f"reset options {options}"
+    else:
+        which = "the env's default tasks"
+        if spec.heldout is not None and spec.training:
+            which += f" (its training split {spec.training}; held out: {spec.heldout})"
+        elif spec.heldout is not None:
+            which += f" (every task; held out: {spec.heldout})"
+    last = config.seed + config.episodes - 1
+    return f"{resolve_env_id(config.env)}, {which}, seeds {config.seed}..{last}"
 
 
 def register_envs() -> None:

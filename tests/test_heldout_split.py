@@ -12,7 +12,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-import arlarena_envs  # noqa: F401  (registers the ids)
+import arlarena_envs
 from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
 from arlarena_baselines.trainer.envs import eval_config, heldout_source, training_options
 from arlarena_envs.panels.content import task_content, task_hash

@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.evaluation.merge import load_results, mixed_settings
     from arlarena_baselines.evaluation.results import read_records
     from arlarena_baselines.evaluation.spending import describe_spend
+    from arlarena_envs.registration import check_env_kwargs, describe_tasks
     from wrappers.agents import AgentError, BudgetExhausted, make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
 
@@ -231,14 +232,16 @@ def run(args: argparse.Namespace) -> int:
         _fill_sampling(args, tasks["env"])
         prices = _load_prices(args.prices)
         budget = RequestBudget(args.max_requests)
+        config = EvalConfig(
+            samples=args.samples, history_length=args.history_length,
+            format_penalty=args.format_penalty, check=args.format_check, notice=args.notice,
+            batch_size=args.batch_size, env_workers=args.env_workers, **tasks,
+        )
+        check_env_kwargs(config.env, config.env_kwargs)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    config = EvalConfig(
-        samples=args.samples, history_length=args.history_length,
-        format_penalty=args.format_penalty, check=args.format_check, notice=args.notice,
-        batch_size=args.batch_size, env_workers=args.env_workers, **tasks,
-    )
+    print(f"tasks: {describe_tasks(config)}", file=sys.stderr)
     env_id = config.env
     names = [a.strip() for a in args.agent.split(",") if a.strip()]
     cache = None

@@ -11,7 +11,9 @@ env come from different task panels, or from one panel whose tasks hashed differ
 generator changed), it names them and stops, unless ``--mixed-panels`` is given.
 
 Each episode counts once (:mod:`~arlarena_baselines.evaluation.merge`): a file given twice, or a
-rerun of the same settings in another folder, is dropped with a warning. A row that mixes
+rerun of the same settings in another folder, is dropped with a warning. A row whose episodes
+name different model weights or scorers in their settings records (two checkpoints evaluated
+from one path) is refused unless ``--mixed-models``. A row that mixes
 settings, or whose cost is partial (results with and without prices), gets a warning too. What
 API agents spent (attempts, failures by kind, billed tokens, cost) follows the table.
 """
@@ -39,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(success / score)")
     p.add_argument("--mixed-panels", action="store_true", help="with --compare: put results "
                    "on different task panels (or panel hashes) of one env in one table anyway")
+    p.add_argument("--mixed-models", action="store_true", help="put episodes of different "
+                   "model weights or scorers under one row anyway (default: refuse; give each "
+                   "file a LABEL= of its own)")
     p.add_argument("--csv", default=None, metavar="PATH", help="also write the rows as CSV")
     p.set_defaults(func=run)
 
@@ -50,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         summarize,
         write_csv,
     )
-    from arlarena_baselines.evaluation.merge import load_results, mixed_settings
+    from arlarena_baselines.evaluation.merge import load_results, mixed_identity, mixed_settings
     from arlarena_baselines.evaluation.report import format_spend
     from arlarena_baselines.evaluation.spending import total_spend
 
@@ -58,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         records, warnings = load_results(args.files)
     except OSError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    identity = mixed_identity(records)
+    if identity and not args.mixed_models:
+        print("error: these rows would merge results of different model weights or scorers "
+              "(label each file, LABEL=PATH, or pass --mixed-models):\n" + "\n".join(identity),
+              file=sys.stderr)
         return 2
     rows = summarize(records)
     warnings += mixed_settings(records)

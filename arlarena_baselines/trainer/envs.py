@@ -67,5 +67,8 @@ def eval_config(config: TrainConfig) -> EvalConfig:
 
 
 def env_factory(config: TrainConfig) -> EnvFactory:
-    """The wrapper stack of ``config.rollout`` (shared by training and evaluation)."""
-    return eval_config(config).factory()
+    """The wrapper stack of ``config.rollout`` (shared by training and evaluation, whose
+    :meth:`~arlarena_baselines.evaluation.config.EvalConfig.factory` makes the same)."""
+    r = config.rollout
+    return EnvFactory(r.env, dict(r.env_kwargs), r.history_length, r.format_penalty,
+                      r.template, r.format_check, r.notice)

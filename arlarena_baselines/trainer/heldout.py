@@ -60,7 +60,10 @@ def heldout_rollout(
     with ExitStack() as stack:
         logs = []
         if results is not None:
-            agent = {"name": config.model.name, "sampling": asdict(sampling), "seed": seed,
+            from wrappers.agents.weights import module_digest
+
+            agent = {"name": config.model.name, "weights": module_digest(policy.model),
+                     "sampling": asdict(sampling), "seed": seed,
                      "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
             logs.append(stack.enter_context(
                 ResultsLog(results, run, label, agent, resume=resume)))
@@ -74,7 +77,7 @@ def heldout_rollout(
             reset_options=run.reset_options or None,
             seed=seed,
             progress=progress,
-            desc="eval",
+            desc=f"held-out eval of {label}",
             also=logs,
         )
 

@@ -380,7 +380,7 @@ class RLTrainer:
         """Held-out success, valid-format ratio, … with the evaluation sampling (episodes
         logged at the current step)."""
         return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
-                               step=self.step)
+                               step=self.step, progress=self.config.run.progress)
 
     def _eval_due(self) -> bool:
         every, steps = self.config.eval.every, self.config.rl.steps

@@ -233,7 +233,7 @@ class SFTTrainer:
     def evaluate(self) -> dict[str, float]:
         self.policy.sync()  # an engine backend samples from the weights trained so far
         return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
-                               step=self.step)
+                               step=self.step, progress=self.config.run.progress)
 
     def train(self) -> list[dict[str, Any]]:
         """Run the remaining steps, evaluating and checkpointing on schedule; save

@@ -229,6 +229,10 @@ class TIRMathEnv(TextEnv):
                           exec_status=status, response_cut=len(kept), continuation=continuation)
         return self._observation(), reward, terminated, truncated, info
 
+    def scorer(self) -> dict[str, Any]:
+        """The grader, and whether code runs without isolation (``ARLARENA_UNSAFE_SANDBOX``)."""
+        return {"grader": self.grader, "unsafe_sandbox": self.sandbox.unsafe}
+
     def _show(self, result: Any) -> str:
         """The text appended after a block that ran (see ``tool_output``)."""
         if self.tool_output == "full":
