@@ -19,10 +19,12 @@ __all__ = [
     "ENV_SPECS",
     "EnvSpec",
     "Sampling",
-    "env_sampling",
     "check_env_kwargs",
     "describe_tasks",
+    "env_family",
+    "env_sampling",
     "env_splits",
+    "is_visual",
     "register_envs",
     "resolve_env_id",
 ]
@@ -143,6 +145,21 @@ def env_sampling(name: str) -> Sampling:
     Sampling(max_tokens=500, temperature=0.4, top_p=1.0, top_k=0)
     """
     return ENV_SPECS[resolve_env_id(name)].sampling
+
+
+def env_family(name: str) -> str:
+    """The ``arlarena_envs`` sub-package of a CLI name's or id's env (``sokoban``, ``webshop``).
+
+    >>> env_family("ARLArena/WebShop-Small-v0")
+    'webshop'
+    """
+    return ENV_SPECS[resolve_env_id(name)].entry_point.split(".")[1]
+
+
+def is_visual(name: str, kwargs: dict[str, Any] | None = None) -> bool:
+    """Whether the env of a CLI name or id (with ``kwargs``) shows its state as an image that
+    its prompt refers to (``Sokoban-Visual-v0``, ``visual=True``)."""
+    return bool({**ENV_SPECS[resolve_env_id(name)].kwargs, **(kwargs or {})}.get("visual"))
 
 
 def env_splits(name: str) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -259,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             try:
                 agent = make_agent(name, **_agent_options(name, args, shared))
+                agent.check_env(env_id, config.env_kwargs)
             except (ValueError, ModuleNotFoundError, OSError) as error:
                 print(missing_extra(error) or f"error: agent {name!r}: {error}", file=sys.stderr)
                 return 2

@@ -68,7 +68,13 @@ def eval_config(config: TrainConfig) -> EvalConfig:
 
 def env_factory(config: TrainConfig) -> EnvFactory:
     """The wrapper stack of ``config.rollout`` (shared by training and evaluation, whose
-    :meth:`~arlarena_baselines.evaluation.config.EvalConfig.factory` makes the same)."""
+    :meth:`~arlarena_baselines.evaluation.config.EvalConfig.factory` makes the same); a visual
+    env is refused (the trainer's models read text only)."""
+    from arlarena_envs.registration import is_visual, resolve_env_id
+
     r = config.rollout
+    if is_visual(r.env, r.env_kwargs):
+        raise ValueError(f"{resolve_env_id(r.env)} shows its state as an image, which the "
+                         "trainer's text-only models never see: train on the text env")
     return EnvFactory(r.env, dict(r.env_kwargs), r.history_length, r.format_penalty,
                       r.template, r.format_check, r.notice)

@@ -64,6 +64,7 @@ def collect_demonstrations(
     """
     s = config.sft
     agent = make_agent(s.agent, **{"seed": config.run.seed, **s.agent_kwargs})
+    agent.check_env(config.rollout.env, config.rollout.env_kwargs)
     tasks = [Task(f"sft{i}", s.seed + i) for i in range(s.episodes)]
     width = max(1, min(s.episodes, config.rollout.n_groups * config.rollout.group_size))
     with InProcessEnvPool(env_factory(config), width) as pool:

@@ -35,10 +35,11 @@ class SokobanEnv(TextEnv):
     ``up``/``down``/``left``/``right`` (after stripping and lower-casing) leaves the state as it
     is, costs the turn's −0.1, and sets ``info["action_is_valid"] = False``.
 
-    After the episode is won, stepping on is outside Gymnasium's contract; this env keeps
-    reporting the won state (``terminated=True``) for any action, where the study's env answers
-    an invalid action with ``done=False`` and ``won=False``. Its rollouts never step a finished
-    episode, so the difference never shows in a run.
+    After the episode is won, stepping on is outside Gymnasium's contract; like every ARLArena
+    env (:class:`~arlarena_envs.base.TextEnv`) this one repeats the won state
+    (``terminated=True``) with reward 0 for any action, where the study's env answers an invalid
+    action with ``done=False`` and ``won=False``. Its rollouts never step a finished episode, so
+    the difference never shows in a run.
 
     Example:
         >>> import gymnasium as gym, arlarena_envs

@@ -196,10 +196,6 @@ class TIRMathEnv(TextEnv):
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one step of the response (see the class docs)."""
         text = coerce_action(action)
-        if self._done:
-            info = self._info(action_is_valid=False, exec_status=None, response_cut=0,
-                              continuation="")
-            return self._observation(), 0.0, True, False, info
         kept = text[: cut_point(text)]
         code = first_code(kept)
         boxed = "\\boxed{" in kept

@@ -116,6 +116,26 @@ class Agent(ABC):
     """Maps a batch of prompts to a batch of responses (one response per request)."""
 
     name: str = "agent"
+    envs: tuple[str, ...] = ()
+    """The env families (``arlarena_envs`` sub-packages: ``webshop``, ``tir_math``) an
+    env-specific agent plays; empty: any env."""
+    text_only: bool = False
+    """Whether the agent is a model that reads the prompt's text alone, so a visual env's
+    image never reaches it."""
+
+    def check_env(self, env: str, env_kwargs: dict[str, Any] | None = None) -> None:
+        """Raise ``ValueError`` when this agent cannot play ``env`` (a CLI name or id, made
+        with ``env_kwargs``): one made for other envs (a WebShop heuristic on Sokoban would
+        only score noise), or a text-only model on a visual env (it never sees the state)."""
+        from arlarena_envs.registration import env_family, is_visual, resolve_env_id
+
+        if self.envs and env_family(env) not in self.envs:
+            raise ValueError(f"agent {self.name} plays only {' and '.join(self.envs)} envs, "
+                             f"not {resolve_env_id(env)}")
+        if self.text_only and is_visual(env, env_kwargs):
+            raise ValueError(f"{resolve_env_id(env)} shows its state as an image, which the "
+                             f"text-only model of agent {self.name} never sees; use an agent "
+                             "that reads images (openai with a vision model) or the text env")
 
     @abstractmethod
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:

@@ -36,6 +36,8 @@ class LocalModelAgent(Agent):
     text, so the format check sees the whole reply (:class:`~wrappers.agents.chat.ChatFormat`).
     """
 
+    text_only = True
+
     def __init__(
         self,
         tokenizer: Any,
