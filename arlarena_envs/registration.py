@@ -69,6 +69,8 @@ class EnvSpec:
         heldout: reset options of the held-out tasks, which share no content with any task
             ``training`` can draw (``tests/test_heldout_split.py``); ``None``: the env has no
             held-out tasks (the bandit's one task).
+        default_tasks: what ``reset`` without options plays, in words (what ``arlarena eval``
+            says it plays when given no split).
     """
 
     entry_point: str
@@ -77,11 +79,13 @@ class EnvSpec:
     sampling: Sampling = _STUDY_TEXT
     training: dict[str, Any] = field(default_factory=dict)
     heldout: dict[str, Any] | None = None
+    default_tasks: str = "its training split"
 
 
 _SOKOBAN = "arlarena_envs.sokoban.env:SokobanEnv"
 # Sokoban levels are split by content (arlarena_envs/sokoban/split.py); the other envs by task set.
-_SOKOBAN_SPLITS = {"training": {"split": "train"}, "heldout": {"split": "eval"}}
+_SOKOBAN_SPLITS = {"training": {"split": "train"}, "heldout": {"split": "eval"},
+                   "default_tasks": "every level, split all"}
 _WEBSHOP_SPLITS = {"training": {"split": "train"}, "heldout": {"split": "eval"}}
 
 ENV_SPECS: dict[str, EnvSpec] = {
@@ -117,7 +121,8 @@ ENV_SPECS: dict[str, EnvSpec] = {
     ),
     # ARLArena's toy task, not the study's: the short budget of ARLArena's earlier CLI default.
     "ARLArena/Bandit-v0": EnvSpec(
-        "arlarena_envs.bandit.env:BanditEnv", 10, sampling=Sampling(256, 0.6, 0.95, 20)
+        "arlarena_envs.bandit.env:BanditEnv", 10, sampling=Sampling(256, 0.6, 0.95, 20),
+        default_tasks="its one task",
     ),
 }
 
@@ -196,17 +201,16 @@ def check_env_kwargs(name: str, kwargs: dict[str, Any]) -> None:
 
 def describe_tasks(config: Any) -> str:
     """One line saying which tasks an evaluation plays: the env, its split (the reset options,
-    else the env's default, which for ALFWorld and WebShop is the training split) and seeds."""
+    else the env's default, which for ALFWorld, WebShop and TIR Math is the training split) and
+    seeds."""
     spec = ENV_SPECS[resolve_env_id(config.env)]
     options = dict(config.reset_options)
     if options:
         which = f"reset options {options}"
     else:
-        which = "the env's default tasks"
-        if spec.heldout is not None and spec.training:
-            which += f" (its training split {spec.training}; held out: {spec.heldout})"
-        elif spec.heldout is not None:
-            which += f" (every task; held out: {spec.heldout})"
+        which = f"the env's default tasks: {spec.default_tasks}"
+        if spec.heldout is not None:
+            which += f" (held out: {spec.heldout})"
     last = config.seed + config.episodes - 1
     return f"{resolve_env_id(config.env)}, {which}, seeds {config.seed}..{last}"
 
