@@ -12,9 +12,7 @@ generator changed), or, without a panel, from different splits (reset options) o
 it names them and stops, unless ``--mixed-panels`` is given.
 
 Each episode counts once (:mod:`~arlarena_baselines.evaluation.merge`): a file given twice, or a
-rerun of the same settings in another folder, is dropped with a warning. A row whose episodes
-name different model weights or scorers in their settings records (two checkpoints evaluated
-from one path) is refused unless ``--mixed-models``. A row that mixes
+rerun of the same settings in another folder, is dropped with a warning. A row that mixes
 settings, or whose cost is partial (results with and without prices), gets a warning too. What
 API agents spent (attempts, failures by kind, billed tokens, cost) follows the table.
 """
@@ -44,9 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mixed-panels", action="store_true", help="with --compare: put results "
                    "on different task panels (or panel hashes), splits or seed ranges of one "
                    "env in one table anyway")
-    p.add_argument("--mixed-models", action="store_true", help="put episodes of different "
-                   "model weights or scorers under one row anyway (default: refuse; give each "
-                   "file a LABEL= of its own)")
     p.add_argument("--csv", default=None, metavar="PATH", help="also write the rows as CSV")
     p.set_defaults(func=run)
 
@@ -58,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         summarize,
         write_csv,
     )
-    from arlarena_baselines.evaluation.merge import load_results, mixed_identity, mixed_settings
+    from arlarena_baselines.evaluation.merge import load_results, mixed_settings
     from arlarena_baselines.evaluation.report import format_spend
     from arlarena_baselines.evaluation.spending import total_spend
 
@@ -66,12 +61,6 @@ def run(args: argparse.Namespace) -> int:
         records, warnings = load_results(args.files)
     except OSError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    identity = mixed_identity(records)
-    if identity and not args.mixed_models:
-        print("error: these rows would merge results of different model weights or scorers "
-              "(label each file, LABEL=PATH, or pass --mixed-models):\n" + "\n".join(identity),
-              file=sys.stderr)
         return 2
     rows = summarize(records)
     warnings += mixed_settings(records)
@@ -112,9 +101,9 @@ def task_sets(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
     ...            {"type": "episode", "env": "E", "agent": "b", "seed": 4}])
     [('E: no panel (unrecorded options, seeds 4..4): b; p (hash h1, 3 tasks): a', 2)]
     """
-    options = {r.get("digest"): json.dumps((r.get("env") or {}).get("reset_options") or {},
-                                           sort_keys=True)
-               for r in records if r.get("type") == "settings"}
+    options = {str(r.get("digest")): json.dumps(r["env"].get("reset_options") or {},
+                                                sort_keys=True, default=str)
+               for r in records if r.get("type") == "settings" and isinstance(r.get("env"), dict)}
     seeds: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     sets: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for record in records:
@@ -125,7 +114,7 @@ def task_sets(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
             name = f"{panel.get('name')} (hash {panel.get('hash')}, {panel.get('tasks')} tasks)"
             sets[env][name].add(agent)
         else:
-            split = options.get(record.get("settings"), "unrecorded options")
+            split = options.get(str(record.get("settings")), "unrecorded options")
             seed = record.get("seed")
             seeds[env, split, agent].append(seed if isinstance(seed, int) else -1)
     for (env, split, agent), found in seeds.items():

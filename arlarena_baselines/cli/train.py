@@ -379,8 +379,11 @@ def run_compare(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"{rows[0]['episodes']} held-out episodes ({config.rollout.env}, eval.seed "
-          f"{config.eval.seed}); differences are paired against {rows[0]['model']}")
+    from arlarena_baselines.trainer.envs import heldout_source
+
+    print(f"{rows[0]['episodes']} held-out episodes ({config.rollout.env}, "
+          f"{heldout_source(config)}, eval.seed {config.eval.seed}); differences are paired "
+          f"against {rows[0]['model']}")
     print("| model | success | score | success vs first | z |")
     print("|---|---|---|---|---|")
     for row in rows:

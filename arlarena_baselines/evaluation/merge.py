@@ -1,7 +1,6 @@
 """Results files read together, each episode counted once.
 
-Holds :func:`episode_key`, :func:`load_results`, :func:`mixed_settings` and
-:func:`mixed_identity`. An episode is the
+Holds :func:`episode_key`, :func:`load_results` and :func:`mixed_settings`. An episode is the
 same episode when its row (agent or label, env), task panel, episode id (task seed and sample)
 and settings (the digest of its settings record, :mod:`.settings`) are: the same file given
 twice, or a rerun answered from the cache in another folder, adds nothing to a table. A file
@@ -18,7 +17,7 @@ from typing import Any
 
 from arlarena_baselines.evaluation.results import read_records, split_label
 
-__all__ = ["episode_key", "load_results", "mixed_identity", "mixed_settings"]
+__all__ = ["episode_key", "load_results", "mixed_settings"]
 
 
 def _text(value: Any) -> str:
@@ -88,26 +87,3 @@ def mixed_settings(records: Iterable[dict[str, Any]]) -> list[str]:
             warnings.append(f"{agent} on {env}: its episodes ran under {len(found)} different "
                             f"settings ({counts} episodes); its rows mix them")
     return warnings
-
-
-def _identity(settings: dict[str, Any]) -> str:
-    """What names the model and the scorer in a settings record (``?`` where unrecorded)."""
-    agent = settings.get("agent") if isinstance(settings.get("agent"), dict) else {}
-    weights = agent.get("weights", "?") if "weights" in agent else "?"
-    return f"weights {weights}, scorer {_text(settings.get('scorer', '?'))}"
-
-
-def mixed_identity(records: Iterable[dict[str, Any]]) -> list[str]:
-    """A line per (agent, env) row whose episodes ran under settings records that name
-    different model weights or scorers (two checkpoints evaluated from one path; WebShop
-    scored by spaCy and by the rules): one row would average different models or scores."""
-    records = list(records)
-    identity = {_text(r.get("digest")): _identity(r) for r in records
-                if r.get("type") == "settings"}
-    found: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for record in records:
-        if record.get("type") == "episode" and _text(record.get("settings")) in identity:
-            row = (_text(record.get("agent")), _text(record.get("env")))
-            found[row].add(identity[_text(record.get("settings"))])
-    return [f"{agent} on {env}: {'; '.join(sorted(names))}"
-            for (agent, env), names in found.items() if len(names) > 1]
