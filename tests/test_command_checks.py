@@ -184,11 +184,17 @@ def test_env_specific_agents_refuse_other_envs(tmp_path, capsys):
 
 
 def test_the_visual_env_refuses_a_text_only_model(tmp_path, capsys):
-    assert main(["eval", "--agent", "hf", "--model", "tiny-never-loaded", "--env",
-                 "ARLArena/Sokoban-Visual-v0", "--episodes", "1", "--out", str(tmp_path),
+    from arlarena_baselines.trainer.config import ModelConfig
+    from arlarena_baselines.trainer.models import load_policy
+
+    model, tokenizer = load_policy(ModelConfig(name="tiny"))
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    assert main(["eval", "--agent", "hf", "--model", str(tmp_path / "m"), "--env",
+                 "ARLArena/Sokoban-Visual-v0", "--episodes", "1", "--out", str(tmp_path / "r"),
                  "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert "never sees" in err or "tiny-never-loaded" in err  # refused before or at the load
+    _one_line_error(capsys, "shows its state as an image", "never sees")
+    assert not (tmp_path / "r").exists()
     assert main(["train", "rl", "--env", "ARLArena/Sokoban-Visual-v0", "--model", "tiny",
                  "--out", str(tmp_path / "run"), "--threads", "1"]) == 2
     _one_line_error(capsys, "shows its state as an image")
