@@ -190,6 +190,7 @@ def test_the_visual_env_refuses_a_text_only_model(tmp_path, capsys):
     model, tokenizer = load_policy(ModelConfig(name="tiny"))
     model.save_pretrained(tmp_path / "m")
     tokenizer.save_pretrained(tmp_path / "m")
+    capsys.readouterr()
     assert main(["eval", "--agent", "hf", "--model", str(tmp_path / "m"), "--env",
                  "ARLArena/Sokoban-Visual-v0", "--episodes", "1", "--out", str(tmp_path / "r"),
                  "--no-progress"]) == 2

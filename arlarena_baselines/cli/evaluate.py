@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.evaluation.results import read_records
     from arlarena_baselines.evaluation.spending import describe_spend
     from arlarena_envs.registration import check_env_kwargs, describe_tasks
-    from wrappers.agents import AgentError, BudgetExhausted, make_agent
+    from wrappers.agents import AgentError, BudgetExhausted, check_agent_env, make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
 
     if args.resume and args.overwrite:
@@ -238,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size, env_workers=args.env_workers, **tasks,
         )
         check_env_kwargs(config.env, config.env_kwargs)
+        for name in (a.strip() for a in args.agent.split(",") if a.strip()):
+            check_agent_env(name, config.env, config.env_kwargs)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -259,7 +261,6 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             try:
                 agent = make_agent(name, **_agent_options(name, args, shared))
-                agent.check_env(env_id, config.env_kwargs)
             except (ValueError, ModuleNotFoundError, OSError) as error:
                 print(missing_extra(error) or f"error: agent {name!r}: {error}", file=sys.stderr)
                 return 2

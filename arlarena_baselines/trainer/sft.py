@@ -43,7 +43,7 @@ from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
 from arlarena_baselines.trainer.tracking import MetricsLogger
-from wrappers.agents import make_agent
+from wrappers.agents import check_agent_env, make_agent
 from wrappers.agents.chat import ChatFormat
 from wrappers.format import parse_response
 
@@ -63,8 +63,8 @@ def collect_demonstrations(
     error and :func:`load_demonstrations` leaves it out.
     """
     s = config.sft
+    check_agent_env(s.agent, config.rollout.env, config.rollout.env_kwargs)
     agent = make_agent(s.agent, **{"seed": config.run.seed, **s.agent_kwargs})
-    agent.check_env(config.rollout.env, config.rollout.env_kwargs)
     tasks = [Task(f"sft{i}", s.seed + i) for i in range(s.episodes)]
     width = max(1, min(s.episodes, config.rollout.n_groups * config.rollout.group_size))
     with InProcessEnvPool(env_factory(config), width) as pool:

@@ -25,6 +25,7 @@ __all__ = [
     "AgentRequest",
     "BudgetExhausted",
     "add_usage",
+    "check_agent_env",
     "make_agent",
     "register_agent",
     "stream_seed",
@@ -123,18 +124,19 @@ class Agent(ABC):
     """Whether the agent is a model that reads the prompt's text alone, so a visual env's
     image never reaches it."""
 
-    def check_env(self, env: str, env_kwargs: dict[str, Any] | None = None) -> None:
+    @classmethod
+    def check_env(cls, env: str, env_kwargs: dict[str, Any] | None = None) -> None:
         """Raise ``ValueError`` when this agent cannot play ``env`` (a CLI name or id, made
         with ``env_kwargs``): one made for other envs (a WebShop heuristic on Sokoban would
         only score noise), or a text-only model on a visual env (it never sees the state)."""
         from arlarena_envs.registration import env_family, is_visual, resolve_env_id
 
-        if self.envs and env_family(env) not in self.envs:
-            raise ValueError(f"agent {self.name} plays only {' and '.join(self.envs)} envs, "
+        if cls.envs and env_family(env) not in cls.envs:
+            raise ValueError(f"agent {cls.name} plays only {' and '.join(cls.envs)} envs, "
                              f"not {resolve_env_id(env)}")
-        if self.text_only and is_visual(env, env_kwargs):
+        if cls.text_only and is_visual(env, env_kwargs):
             raise ValueError(f"{resolve_env_id(env)} shows its state as an image, which the "
-                             f"text-only model of agent {self.name} never sees; use an agent "
+                             f"text-only model of agent {cls.name} never sees; use an agent "
                              "that reads images (openai with a vision model) or the text env")
 
     @abstractmethod
@@ -182,6 +184,14 @@ def register_agent(name: str) -> Callable[[Callable[..., Agent]], Callable[..., 
         return factory
 
     return decorate
+
+
+def check_agent_env(name: str, env: str, env_kwargs: dict[str, Any] | None = None) -> None:
+    """:meth:`Agent.check_env` of the agent registered as ``name``, before it is built (a
+    model is not loaded to be refused)."""
+    factory = AGENTS.get(name)
+    if isinstance(factory, type) and issubclass(factory, Agent):
+        factory.check_env(env, env_kwargs)
 
 
 def make_agent(name: str, **kwargs: Any) -> Agent:
