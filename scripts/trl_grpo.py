@@ -5,8 +5,8 @@ multi-turn episodes through arlarena_baselines.integrations.trl.
 
 The default model is a tiny random Llama (saved under --out first) so that the script runs in
 a minute on a CPU; give a Hugging Face path or id for real runs (on a GPU, add --bf16). The
-tiny model's run peaks at about 6 GB of memory (TRL keeps a reference model and its own
-buffers beside the policy).
+default run (the tiny model, 2 steps) peaks at 6.1 GB of memory (maximum resident set size
+under `/usr/bin/time -v`; 4.5 min on 2 shared CPU cores).
 """
 
 from __future__ import annotations
