@@ -4,7 +4,7 @@ multi-turn episodes through arlarena_baselines.integrations.trl.
     python scripts/trl_grpo.py --env sokoban --method GRPO --model runs/learn-bc/final --steps 50
 
 The default model is a tiny random Llama (saved under --out first) so that the script runs in
-a minute on a CPU; give a Hugging Face path or id for real runs (on a GPU, add --bf16). The
+minutes on a CPU; give a Hugging Face path or id for real runs (on a GPU, add --bf16). The
 default run (the tiny model, 2 steps) peaks at 6.1 GB of memory (maximum resident set size
 under `/usr/bin/time -v`; 4.5 min on 2 shared CPU cores).
 """
