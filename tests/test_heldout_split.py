@@ -39,8 +39,6 @@ def _heldout(config: TrainConfig) -> dict[int, str]:
 
 @pytest.mark.parametrize("env", ["ARLArena/Sokoban-v0", "ARLArena/Sokoban-6x6-2b-v0"])
 def test_sokoban_heldout_levels_are_never_training_levels(env):
-    from arlarena_envs.sokoban.split import is_heldout, level_key
-
     config = _config(env)
     heldout = _heldout(config)
     assert len(set(heldout.values())) > config.eval.episodes * 3 // 4
@@ -49,6 +47,8 @@ def test_sokoban_heldout_levels_are_never_training_levels(env):
     training = _hashes(env, seeds, training_options(config))
     assert not set(heldout.values()) & set(training.values())
     # By the level's content without the player: the split is by room, not by start.
+    from arlarena_envs.sokoban.split import is_heldout, level_key
+
     raw = gym.make(env).unwrapped
     keys = {}
     for split, where in (("eval", heldout), ("train", seeds)):
