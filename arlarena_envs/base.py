@@ -278,16 +278,14 @@ def _clean_value(value: Any) -> Any:
 def coerce_action(action: Any) -> str:
     """Return ``action`` as a clean ``str`` of at most :data:`MAX_ACTION_CHARS` characters.
 
-    ``bytes`` are decoded with replacement, ``None`` becomes ``""`` and anything else goes
-    through ``str``; then :func:`clean_text`. This is the one place envs turn untrusted input
-    into text (:class:`TextEnv` applies it to every action before the env's ``step`` runs).
+    A ``str`` goes through :func:`clean_text`. Anything else (``bytes``, an ``int``, ``None``)
+    is outside the action space and becomes the empty action, which every env answers as an
+    invalid turn (its penalty, the state unchanged; TIR Math: a reply with neither code nor an
+    answer), never as the text it would print as (``b"up"`` is not ``up``). This is the one
+    place envs turn untrusted input into text (:class:`TextEnv` applies it to every action
+    before the env's ``step`` runs).
     """
-    if action is None:
-        text = ""
-    elif isinstance(action, (bytes, bytearray)):
-        text = bytes(action[:MAX_ACTION_CHARS]).decode("utf-8", errors="replace")
-    else:
-        text = action if isinstance(action, str) else str(action)
+    text = action if isinstance(action, str) else ""
     return clean_text(text[:MAX_ACTION_CHARS])[:MAX_ACTION_CHARS]
 
 
@@ -300,6 +298,7 @@ def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(reset)
     def guarded(self: TextEnv, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         rng = copy.deepcopy(self.np_random)
+        self._ended = None
         obs, info = reset(self, **kwargs)
         self._episode = Episode(rng, copy.deepcopy(kwargs))
         return _observation_out(self, obs), _clean_value(info)
@@ -310,11 +309,17 @@ def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(step)
     def guarded(self: TextEnv, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        if self._ended is not None:  # stepping after the end: the same on every env
+            obs, terminated, truncated, info = self._ended
+            return obs, 0.0, terminated, truncated, {**info, "action_is_valid": False}
         action = coerce_action(action)
         obs, reward, terminated, truncated, info = step(self, action)
         if self._episode is not None:
             self._episode.actions.append(action)
-        return _observation_out(self, obs), reward, terminated, truncated, _clean_value(info)
+        obs, info = _observation_out(self, obs), _clean_value(info)
+        if terminated or truncated:
+            self._ended = (obs, bool(terminated), bool(truncated), info)
+        return obs, reward, terminated, truncated, info
 
     return guarded
 
@@ -341,10 +346,13 @@ class TextEnv(gym.Env[str, str]):
 
     The class is the envs' text boundary, so no env has to remember it: the ``reset``, ``step``
     and ``render`` a subclass defines are wrapped when the class is created. ``step`` receives
-    its action through :func:`coerce_action`; the observation leaves through
-    :func:`clean_text`, cut to ``observation_space.max_length``, and so do every string of
-    ``info`` and a text frame of ``render``. Whatever a model writes or a program prints, the
-    observation is then a member of ``observation_space`` and every string encodes as UTF-8.
+    its action through :func:`coerce_action` (an action that is no ``str`` is an invalid turn);
+    a step after the env ended the episode (``terminated`` or ``truncated``) repeats that last
+    observation with reward 0, ``action_is_valid`` False and the same flags, on every env; the
+    observation leaves through :func:`clean_text`, cut to ``observation_space.max_length``, and
+    so do every string of ``info`` and a text frame of ``render``. Whatever a model writes or a
+    program prints, the observation is then a member of ``observation_space`` and every string
+    encodes as UTF-8.
 
     An env pickles and deep-copies as its spec and state (:mod:`arlarena_envs.snapshots`): the
     arguments it was constructed with, its last reset and the actions since. Loading
@@ -355,6 +363,9 @@ class TextEnv(gym.Env[str, str]):
 
     _episode: Episode | None = None
     """The current episode's reset and actions (set by ``reset``, grown by ``step``)."""
+    _ended: tuple[Any, bool, bool, dict[str, Any]] | None = None
+    """The last step of an episode the env ended (its observation, flags and info), which
+    every later step repeats with reward 0 and ``action_is_valid`` False until ``reset``."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     prompt_template: ClassVar[str] = ""
@@ -408,6 +419,12 @@ class TextEnv(gym.Env[str, str]):
             info["action_is_valid"] = bool(action_is_valid)
         info.update(extra)
         return info
+
+    def scorer(self) -> dict[str, Any]:
+        """What decides this env's scores beyond its constructor arguments (a library it found,
+        an environment variable, a data folder), as plain JSON: results keep it in their
+        settings record, so runs scored differently never merge. Default: nothing."""
+        return {}
 
     def expert_action(self) -> str | None:
         """The raw action an expert would take now, or ``None`` if the env has no expert.

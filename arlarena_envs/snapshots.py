@@ -47,6 +47,7 @@ def snapshot(env: Any) -> dict[str, Any]:
         "seed": env._np_random_seed,
         "episode": env._episode,
         "progress": env._progress() if env._episode is not None else None,
+        "ended": env._ended,
     }
 
 
@@ -64,5 +65,6 @@ def remake(cls: type, args: tuple, kwargs: dict[str, Any], state: dict[str, Any]
         else:
             env._resume(state["progress"])
             env._episode.actions = list(episode.actions)
+        env._ended = state.get("ended")  # a finished episode stays finished
     env._np_random, env._np_random_seed = state["rng"], state["seed"]
     return env

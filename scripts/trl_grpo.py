@@ -4,7 +4,9 @@ multi-turn episodes through arlarena_baselines.integrations.trl.
     python scripts/trl_grpo.py --env sokoban --method GRPO --model runs/learn-bc/final --steps 50
 
 The default model is a tiny random Llama (saved under --out first) so that the script runs in
-a minute on a CPU; give a Hugging Face path or id for real runs (on a GPU, add --bf16).
+minutes on a CPU; give a Hugging Face path or id for real runs (on a GPU, add --bf16). The
+default run (the tiny model, 2 steps) peaks at 6.1 GB of memory (maximum resident set size
+under `/usr/bin/time -v`; 4.5 min on 2 shared CPU cores).
 """
 
 from __future__ import annotations
@@ -36,14 +38,18 @@ def main() -> None:
     a = p.parse_args()
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL
-    from trl import GRPOConfig, GRPOTrainer
-
     from arlarena_baselines.integrations.trl import (
         ArenaRollout,
         episode_return,
         grpo_settings,
         task_dataset,
     )
+
+    try:  # before any model is built: a method TRL cannot express is a one-line error
+        settings = grpo_settings(a.method, a.env, near=a.near, near_flag="--near")
+    except (KeyError, ValueError) as error:
+        p.error(str(error).strip("'\""))
+    from trl import GRPOConfig, GRPOTrainer
 
     model = a.model
     if model == "tiny":  # TRL loads its reference model from a path: save the tiny model first
@@ -58,7 +64,7 @@ def main() -> None:
         num_generations=a.generations, max_completion_length=a.max_completion_length,
         learning_rate=a.lr, logging_steps=1, save_strategy="no", report_to="none",
         bf16=a.bf16, use_cpu=not a.bf16, gradient_checkpointing=False,
-        **grpo_settings(a.method, a.env, near=a.near),
+        **settings,
     )
     rollout = ArenaRollout(a.env, template=a.template, max_turns=a.max_turns,
                            max_new_tokens=a.max_new_tokens)

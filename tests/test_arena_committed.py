@@ -22,8 +22,15 @@ def _make_arena_invocations() -> list[list[str]]:
     ``ARENA`` variable's own (continued lines joined)."""
     makefile = re.sub(r"\\\n\s*", " ", (ROOT / "Makefile").read_text())
     base = shlex.split(re.search(r"^ARENA := \S+ arena (.*)$", makefile, re.M).group(1))
-    return [base + shlex.split(line) for line in
+    return [base + shlex.split(line) + BEFORE_SPLIT for line in
             re.findall(r"^\t\$\(ARENA\) (.*)$", makefile, re.M)]
+
+
+BEFORE_SPLIT = ["--set", "rollout.reset_options={}", "--set", "eval.reset_options=null"]
+"""The committed runs predate Sokoban's content split (the recipe now names its splits): they
+trained on every level and were evaluated on seeds 1,000,000 on of every level (the panel
+sokoban-heldout-2025), and their configs name no split. Pinned here, so the test checks them
+against the plan they were made by; ``make arena`` no longer resumes them."""
 
 
 def _planned(args: list[str], out: Path, capsys) -> list[tuple[str, str]]:

@@ -92,7 +92,8 @@ def test_known_values_pass_in_any_case():
     (["--env", "webshop", "--split", "evl"], "unknown split 'evl' of ARLArena/WebShop-v0; did "
      "you mean 'eval'?"),
     (["--env", "math", "--split", "champs"], "did you mean 'champ'?"),
-    (["--env", "sokoban", "--split", "train"], "ARLArena/Sokoban-v0 has no splits"),
+    (["--env", "sokoban", "--split", "held"], "unknown split 'held' of ARLArena/Sokoban-v0"),
+    (["--env", "ARLArena/Bandit-v0", "--split", "train"], "ARLArena/Bandit-v0 has no splits"),
 ])
 def test_splits_are_checked_against_the_env(argv, wanted, capsys, tmp_path):
     assert main(["eval", *argv, "--episodes", "1", "--out", str(tmp_path)]) == 2

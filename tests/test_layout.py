@@ -4,9 +4,10 @@ Every ``import`` of the three packages counts, a function's or a ``TYPE_CHECKING
 no module reaches itself again through its imports, the envs (``arlarena_envs``) import nothing
 of the study's interface (``wrappers``) or the baselines, ``wrappers`` nothing of the
 baselines, and every package's ``__init__`` docstring opens with one line of what lives there.
-Inside ``arlarena_baselines`` the sub-packages stand on floors (:data:`FLOORS`): a module imports
-its own sub-package and the floors below, never one beside or above (the CLI on top; the
-algorithms, the episode loop and the action-flow analysis at the bottom).
+Inside ``arlarena_baselines`` the sub-packages and top-level modules stand on floors
+(:data:`FLOORS`): a module imports its own sub-package and the floors below, never one beside or
+above (the CLI on top; the config bounds, the algorithms, the episode loop and the action-flow
+analysis at the bottom).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("arlarena_envs", "wrappers", "arlarena_baselines")
 FLOORS: tuple[tuple[str, ...], ...] = (
+    ("bounds",),  # the config fields' bounds, checked in one place
     ("algos", "rollout", "analysis"),  # the loss parts, the one episode loop, action flows
     ("evaluation",),  # results files, on the loop
     ("trainer",),  # SFT, RL and held-out evaluation, on evaluation and the algorithms
@@ -24,7 +26,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("integrations",),  # TRL, on the OpenRLHF agent's chat turns and task labels
     ("cli",),  # parses and calls
 )
-"""The floors of ``arlarena_baselines``' sub-packages, bottom first."""
+"""The floors of ``arlarena_baselines``' sub-packages and top-level modules, bottom first."""
 
 
 def _modules() -> dict[str, Path]:
@@ -134,8 +136,9 @@ def _floor_arrows(graph: dict[str, set[str]]) -> list[str]:
     return sorted(arrows)
 
 
-def test_the_baselines_floors_are_every_sub_package():
+def test_the_baselines_floors_are_every_sub_package_and_module():
     subs = {p.name for p in (ROOT / "arlarena_baselines").iterdir() if (p / "__init__.py").exists()}
+    subs |= {p.stem for p in (ROOT / "arlarena_baselines").glob("*.py") if p.stem != "__init__"}
     assert sorted(subs) == sorted(sub for floor in FLOORS for sub in floor)
 
 

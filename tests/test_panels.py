@@ -25,11 +25,13 @@ from arlarena_envs.panels import (
 PANELS = """\
 tiny-sokoban:
   env: sokoban
+  options: {split: train}
   seed: 100
   count: 3
   about: three levels
 tiny-later:
   env: sokoban
+  options: {split: train}
   seed: 101
   count: 3
 tiny-math:
@@ -133,7 +135,8 @@ def test_train_takes_panels_and_runs_no_other_tasks(data):
     config, records = _train_config(["train", "rl", "--panel", "tiny-sokoban",
                                      "--eval-panel", "tiny-sokoban", "--set", "eval.episodes=2"])
     r = config.rollout
-    assert (r.env, r.seed, r.num_tasks, r.reset_options) == ("ARLArena/Sokoban-v0", 100, 3, {})
+    assert (r.env, r.seed, r.num_tasks, r.reset_options) == ("ARLArena/Sokoban-v0", 100, 3,
+                                                              {"split": "train"})
     assert (config.eval.seed, config.eval.episodes) == (100, 2)
     panel = load_panel("tiny-sokoban")
     assert records["train"]["hash"] == panel.hash
@@ -163,7 +166,7 @@ def test_the_openrlhf_task_writer_takes_a_panel(data, capsys):
     from arlarena_baselines.openrlhf.launch import panel_tasks
 
     seeds, options, record = panel_tasks("tiny-sokoban", "sokoban", 5)
-    assert seeds == [100, 101, 102, 100, 101] and options == {}
+    assert seeds == [100, 101, 102, 100, 101] and options == {"split": "train"}
     assert record["hash"] == load_panel("tiny-sokoban").hash and record["tasks"] == 3
     with pytest.raises(PanelError, match="is on ARLArena/Sokoban-v0, not ARLArena/ALFWorld-v0"):
         panel_tasks("tiny-sokoban", "alfworld", 2)

@@ -107,11 +107,10 @@ def test_worker_processes_give_the_same_rollouts_as_in_process():
 
 
 def test_an_env_error_in_a_worker_is_raised_with_its_traceback():
-    with ProcessEnvPool(EnvFactory("ARLArena/Bandit-v0"), 2, 1) as pool:
+    with ProcessEnvPool(EnvFactory("sokoban"), 2, 1) as pool:
         pool.reset([0, 1], [0, 0])
-        pool.step([0, 1], ["blue", "red"])
-        with pytest.raises(EnvWorkerError, match="the episode is over"):
-            pool.step([0], ["blue"])
+        with pytest.raises(EnvWorkerError, match="split must be one of"):
+            pool.reset([0], [1], {"split": "nope"})
         assert pool.reset([0], [1])[0][1]["won"] is False  # the worker survives
 
 

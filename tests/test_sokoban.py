@@ -190,10 +190,12 @@ def test_won_then_any_action_keeps_the_won_state():
     env = _env_with(["#####", "#PXO#", "#####"])
     _, reward, terminated, _, info = env.step("right")
     assert terminated and info["won"] and reward == pytest.approx(10.9)
-    # Past the end, unlike the study's env (an invalid action: done=False, won=False).
-    grid, reward, terminated, _, info = env.step("jump")
-    assert terminated and info["won"] and not info["action_is_valid"]
-    assert reward == pytest.approx(-0.1) and grid == env._grid()
+    # Past the end, unlike the study's env (an invalid action: done=False, won=False), and as
+    # every ARLArena env: the last step again, reward 0, an invalid action.
+    for action in ("jump", "left"):
+        grid, reward, terminated, _, info = env.step(action)
+        assert terminated and info["won"] and not info["action_is_valid"]
+        assert reward == 0.0 and grid == env._grid()
 
 
 def test_study_text_rendering_of_a_grid():

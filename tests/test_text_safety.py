@@ -109,8 +109,10 @@ def test_every_code_point_is_admitted_or_cleaned_into_the_set():
 
 
 def test_coerce_action_bounds_and_cleans_whatever_it_gets():
-    assert coerce_action(b"up\xff\x00") == "up\ufffd\\x00"
+    # Not a str: outside the action space, the empty (invalid) action, never its text.
+    assert coerce_action(b"up\xff\x00") == coerce_action(b"up") == coerce_action(7) == ""
     assert coerce_action(None) == ""
+    assert coerce_action("up\x00") == "up\\x00"
     assert coerce_action("\x00" * 2_000_000) == ("\\x00" * MAX_ACTION_CHARS)[:MAX_ACTION_CHARS]
     assert coerce_action(f"\ud800{LEGIT}") == f"\ufffd{LEGIT}"
 

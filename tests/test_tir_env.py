@@ -158,8 +158,8 @@ def test_context_budget_truncates() -> None:
     obs, _, terminated, truncated, info = small.step(code("print(1)", "x" * 400))
     assert (terminated, truncated) == (False, True) and len(info["response_prefix"]) == 300
     assert obs == question + info["response_prefix"]
-    after = small.step("\\boxed{1}")
-    assert after[:4] == (obs, 0.0, True, False) and after[4]["action_is_valid"] is False
+    after = small.step("\\boxed{1}")  # past the end: the last step's flags again, as every env
+    assert after[:4] == (obs, 0.0, False, True) and after[4]["action_is_valid"] is False
 
 
 def test_tool_output_is_cut_to_tokens() -> None:

@@ -240,6 +240,7 @@ FIELD_CHOICES: dict[str, Choices] = {
 
 # env family (the package of its entry point) -> (module, attributes listing its splits)
 _SPLITS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sokoban": ("arlarena_envs.sokoban.split", ("SPLITS",)),
     "webshop": ("arlarena_envs.webshop.goals", ("SPLITS",)),
     "alfworld": ("arlarena_envs.alfworld.scenes", ("SPLITS", "SPLIT_ALIASES")),
     "tir_math": ("arlarena_envs.tir_math.data", ("BUILTIN_SETS",)),
@@ -249,9 +250,9 @@ _FILE_SPLITS = ("tir_math",)  # families whose split may also be a task file
 
 def env_family(env_id: str) -> str:
     """The env package of a registered id (``ARLArena/WebShop-Small-v0`` → ``webshop``)."""
-    from arlarena_envs.registration import ENV_SPECS
+    from arlarena_envs.registration import env_family as family
 
-    return ENV_SPECS[env_id].entry_point.split(":")[0].split(".")[1]
+    return family(env_id)
 
 
 def split_names(env_id: str) -> tuple[str, ...]:

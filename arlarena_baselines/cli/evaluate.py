@@ -215,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
     from arlarena_baselines.evaluation import EvalConfig
     from arlarena_baselines.evaluation.session import evaluate_agents
     from arlarena_baselines.rollout.envs import EnvFactory
-    from wrappers.agents import make_agent
+    from arlarena_envs.registration import check_env_kwargs, describe_tasks
+    from wrappers.agents import check_agent_env, make_agent
     from wrappers.agents.cache import RequestBudget, ResponseCache
 
     if args.resume and args.overwrite:
@@ -227,13 +228,18 @@ def run(args: argparse.Namespace) -> int:
         _fill_sampling(args, tasks["env"])
         prices = _load_prices(args.prices)
         budget = RequestBudget(args.max_requests)
+        stack = EnvFactory(tasks.pop("env"), tasks.pop("env_kwargs"), args.history_length,
+                           args.format_penalty, format_check=args.format_check,
+                           notice=args.notice)
+        config = EvalConfig(stack, samples=args.samples, batch_size=args.batch_size,
+                            env_workers=args.env_workers, **tasks)
+        check_env_kwargs(stack.env, stack.env_kwargs)
+        for name in (a.strip() for a in args.agent.split(",") if a.strip()):
+            check_agent_env(name, stack.env, stack.env_kwargs)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    stack = EnvFactory(tasks.pop("env"), tasks.pop("env_kwargs"), args.history_length,
-                       args.format_penalty, format_check=args.format_check, notice=args.notice)
-    config = EvalConfig(stack, samples=args.samples, batch_size=args.batch_size,
-                        env_workers=args.env_workers, **tasks)
+    print(f"tasks: {describe_tasks(config)}", file=sys.stderr)
     names = [a.strip() for a in args.agent.split(",") if a.strip()]
     agents = [(name, lambda shared, name=name: make_agent(
         name, **_agent_options(name, args, {**shared, "prices": prices}, top_k_given)))

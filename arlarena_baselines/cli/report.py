@@ -7,8 +7,9 @@ column per task type); ``--csv`` also writes the rows in long form. A file given
 the agent name recorded in it.
 
 ``--compare`` refuses to put results on different tasks in one table: when the episodes of an
-env come from different task panels, or from one panel whose tasks hashed differently (its
-generator changed), it names them and stops, unless ``--mixed-panels`` is given.
+env come from different task panels, from one panel whose tasks hashed differently (its
+generator changed), or, without a panel, from different splits (reset options) or seed ranges,
+it names them and stops, unless ``--mixed-panels`` is given.
 
 Each episode counts once (:mod:`~arlarena_baselines.evaluation.merge`): a file given twice, a
 copy of one, or a rerun of the same settings in another folder, is dropped with a warning. An
@@ -22,6 +23,7 @@ cost) follows the table, and is shown even when no episode finished.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -41,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="per env, one row per agent and one column per task type "
                    "(success / score)")
     p.add_argument("--mixed-panels", action="store_true", help="with --compare: put results "
-                   "on different task panels (or panel hashes) of one env in one table anyway")
+                   "on different task panels (or panel hashes), splits or seed ranges of one "
+                   "env in one table anyway")
     p.add_argument("--merge-settings", action="store_true", help="put an agent's results "
                    "under different settings (temperature, endpoint, ...) in one row (default: "
                    "a row per setting, named after the settings that differ)")
@@ -106,21 +109,32 @@ def run(args: argparse.Namespace) -> int:
 
 def task_sets(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """Per env, the task sets its finished episodes come from: a line naming each (task panel,
-    hash of the tasks run, the agents on it; no panel: unnamed seeds) and how many there are.
+    hash of the tasks run, the agents on it; no panel: the reset options, i.e. the split, from
+    the settings record and the seeds run) and how many there are.
 
     >>> task_sets([{"type": "episode", "env": "E", "agent": "a",
     ...             "panel": {"name": "p", "hash": "h1", "tasks": 3}},
-    ...            {"type": "episode", "env": "E", "agent": "b"}])
-    [('E: no panel (unnamed seeds): b; p (hash h1, 3 tasks): a', 2)]
+    ...            {"type": "episode", "env": "E", "agent": "b", "seed": 4}])
+    [('E: no panel (unrecorded options, seeds 4..4): b; p (hash h1, 3 tasks): a', 2)]
     """
+    options = {str(r.get("digest")): json.dumps(r["env"].get("reset_options") or {},
+                                                sort_keys=True, default=str)
+               for r in records if r.get("type") == "settings" and isinstance(r.get("env"), dict)}
+    seeds: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     sets: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for record in records:
         if record.get("type") != "episode":
             continue
-        panel = record.get("panel") or {}
-        name = (f"{panel.get('name')} (hash {panel.get('hash')}, {panel.get('tasks')} tasks)"
-                if panel else "no panel (unnamed seeds)")
-        sets[str(record.get("env"))][name].add(str(record.get("agent")))
+        env, agent, panel = str(record.get("env")), str(record.get("agent")), record.get("panel")
+        if panel:
+            name = f"{panel.get('name')} (hash {panel.get('hash')}, {panel.get('tasks')} tasks)"
+            sets[env][name].add(agent)
+        else:
+            split = options.get(str(record.get("settings")), "unrecorded options")
+            seed = record.get("seed")
+            seeds[env, split, agent].append(seed if isinstance(seed, int) else -1)
+    for (env, split, agent), found in seeds.items():
+        sets[env][f"no panel ({split}, seeds {min(found)}..{max(found)})"].add(agent)
     return [
         (f"{env}: " + "; ".join(f"{name}: {', '.join(sorted(agents))}"
                                 for name, agents in sorted(found.items())), len(found))

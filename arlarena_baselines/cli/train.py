@@ -285,6 +285,7 @@ def check_panels(args: argparse.Namespace, config: Any, phase: str) -> dict[str,
     """Check that the config still runs the panels' tasks (a file or flag may take fewer, not
     others) and their content hashes; ``{"train": record, "eval": record}``."""
     from arlarena_baselines.cli._panel import checked_panel
+    from arlarena_baselines.trainer.envs import heldout_options, training_options
     from arlarena_envs import resolve_env_id
     from arlarena_envs.panels import load_panel
 
@@ -296,16 +297,17 @@ def check_panels(args: argparse.Namespace, config: Any, phase: str) -> dict[str,
     for role, name in _panels(args).items():
         spec = load_panel(name).spec
         _, options, seed, count = _PANEL_KEYS[role, phase]
-        used_options = value(options)
-        if used_options is None:  # eval.reset_options null: the rollout's
-            used_options = config.rollout.reset_options
+        used_options = (training_options(config) if role == "train"
+                        else heldout_options(config))
         wanted = {"env": spec.env, options: spec.options, seed: spec.seed}
         used = {"env": resolve_env_id(config.rollout.env), options: used_options,
                 seed: value(seed)}
         for key, want in wanted.items():
             if used[key] != want:
                 raise ValueError(f"task panel {name} has {key} {want!r}, but the config says "
-                                 f"{used[key]!r}")
+                                 f"{used[key]!r}" + (" (the env's training or held-out split "
+                                                     "under the config's)" if key == options
+                                                     else ""))
         if role == "eval" and config.eval.episodes == 0:
             continue
         records[role] = checked_panel(name, value(count), config.rollout.env_kwargs)[1]
@@ -379,8 +381,11 @@ def run_compare(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"{rows[0]['episodes']} held-out episodes ({config.rollout.env}, eval.seed "
-          f"{config.eval.seed}); differences are paired against {rows[0]['model']}")
+    from arlarena_baselines.trainer.envs import heldout_source
+
+    print(f"{rows[0]['episodes']} held-out episodes ({config.rollout.env}, "
+          f"{heldout_source(config)}, eval.seed {config.eval.seed}); differences are paired "
+          f"against {rows[0]['model']}")
     print("| model | success | score | success vs first | z |")
     print("|---|---|---|---|---|")
     for row in rows:

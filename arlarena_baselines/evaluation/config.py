@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from arlarena_baselines.bounds import Bounded, bounded
 from arlarena_baselines.rollout.envs import EnvFactory
 from arlarena_baselines.rollout.episodes import Start, Task
 
@@ -12,7 +13,7 @@ __all__ = ["EvalConfig"]
 
 
 @dataclass(frozen=True)
-class EvalConfig:
+class EvalConfig(Bounded):
     """What to evaluate on.
 
     Attributes:
@@ -30,16 +31,18 @@ class EvalConfig:
         max_turns: a turn limit (``None``: none).
         env_workers: ``0``: the envs step in this process; ``N`` worker processes; ``"ray"``,
             ``"ray:N"``: Ray actors (:func:`~arlarena_baselines.rollout.pools.make_env_pool`).
+
+    A value out of its field's bounds raises a one-line ``ValueError`` when the config is made.
     """
 
     stack: EnvFactory = field(default_factory=EnvFactory)
-    episodes: int = 50
-    samples: int = 1
-    seed: int = 0
-    batch_size: int = 16
+    episodes: int = bounded(50, ge=1)
+    samples: int = bounded(1, ge=1)
+    seed: int = bounded(0, ge=0)
+    batch_size: int = bounded(16, ge=1)
     reset_options: dict[str, Any] = field(default_factory=dict)
     record: dict[str, Any] = field(default_factory=dict)
-    max_turns: int | None = None
+    max_turns: int | None = bounded(None, ge=1)
     env_workers: int | str = 0
 
     @property

@@ -1,9 +1,10 @@
 """What produced a results file: its settings record, and the check a resume makes against it.
 
-Holds :func:`run_settings` (the agent's settings: model, endpoint, sampling, seed; the prompt
-template and its version, history length and format check; the env and task panel; ARLArena's
-version), :func:`settings_record`, :func:`changed_settings`, :func:`open_results` (the check
-and the clean-up a run starts with) and :class:`SettingsMismatch`.
+Holds :func:`run_settings` (the agent's settings: model and the content hash of its weights,
+endpoint, sampling, seed; the prompt template and its version, history length and format check;
+the env and task panel; the env's scorer, :meth:`~arlarena_envs.base.TextEnv.scorer`;
+ARLArena's version), :func:`settings_record`, :func:`changed_settings`, :func:`open_results`
+(the check and the clean-up a run starts with) and :class:`SettingsMismatch`.
 
 A results file opens with one ``{"type": "settings", "digest": ..., ...}`` record, and every
 episode record carries that digest as ``settings``. How many tasks and samples run is not a
@@ -80,6 +81,7 @@ def run_settings(config: EvalConfig, agent: dict, env: PromptWrapper) -> dict[st
         "agent": agent,
         "env": {"id": arlarena_envs.resolve_env_id(s.env), "kwargs": s.env_kwargs,
                 "reset_options": config.reset_options, "panel": panel.get("name"), **cut},
+        "scorer": env.unwrapped.scorer(),
         "prompt": {"template": env.template, "template_version": template_version(env.template),
                    "history_length": s.history_length, "format_check": s.format_check,
                    "checked_by": env.active_check, "format_penalty": s.format_penalty,

@@ -82,12 +82,14 @@ return in its group; ARLArena's GRPO takes the group's statistics over its turns
 (``per_trajectory_stats=False``), so longer episodes weigh more there."""
 
 
-def grpo_settings(method: str, env: str | None = None, *, near: bool = False) -> dict[str, Any]:
+def grpo_settings(method: str, env: str | None = None, *, near: bool = False,
+                  near_flag: str = "near=True") -> dict[str, Any]:
     """``GRPOConfig`` keyword arguments for ``method`` at the study's settings on ``env``.
 
     Raises ``ValueError`` naming what TRL lacks for a method it cannot express (and, unless
     ``near``, for one it expresses only nearly: :data:`TRL_METHODS`); those need ``arlarena
-    train rl`` or ``arlarena train openrlhf``.
+    train rl`` or ``arlarena train openrlhf``. ``near_flag`` is how the caller's user asks for
+    ``near`` (a script: ``--near``), which the error names.
 
     >>> grpo_settings("CISPO")["loss_type"], grpo_settings("CISPO")["epsilon_high"]
     ('cispo', 1.2)
@@ -97,7 +99,7 @@ def grpo_settings(method: str, env: str | None = None, *, near: bool = False) ->
     if kind == "no" or (kind == "near" and not near):
         raise ValueError(f"TRL's GRPOTrainer {'cannot express' if kind == 'no' else 'only nears'} "
                          f"{m.name} ({how}); train it with `arlarena train rl` or `arlarena train "
-                         "openrlhf`" + (", or pass near=True" if kind == "near" else ""))
+                         "openrlhf`" + (f", or pass {near_flag}" if kind == "near" else ""))
     loss_type = {"cispo": "cispo", "sapo": "sapo"}.get(
         m.clipping, "dapo" if m.aggregation == "token-mean" else "grpo")
     settings: dict[str, Any] = {

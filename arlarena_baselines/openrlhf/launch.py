@@ -37,8 +37,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from arlarena_baselines.bounds import Bounded, bounded
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_envs.registration import ENV_SPECS, env_sampling, resolve_env_id
 
@@ -89,7 +90,7 @@ class EnvRun:
 
 
 ENVS: dict[str, EnvRun] = {
-    "sokoban": EnvRun("sokoban", 16384, ring_attn_size=2),
+    "sokoban": EnvRun("sokoban", 16384, {"split": "train"}, {"split": "eval"}, ring_attn_size=2),
     "alfworld": EnvRun("alfworld", 32768, {"split": "train"},
                        {"split": "eval_out_of_distribution"}, ring_attn_size=4),
     "webshop": EnvRun("webshop", 16384, {"split": "train"}, {"split": "eval"}, ring_attn_size=2),
@@ -101,18 +102,29 @@ ENVS: dict[str, EnvRun] = {
 
 
 @dataclass(frozen=True)
-class Launch:
-    """One run: env × method, model, cluster shape, output folder."""
+class Launch(Bounded):
+    """One run: env × method, model, cluster shape, output folder. Values out of bounds (no
+    nodes, no steps, chat-template kwargs that are no mapping) raise a one-line ``ValueError``
+    when it is made: the dry run and the real run make it alike."""
+
+    prefix: ClassVar[str] = "--"
 
     env: str
     method: str
     model: str = "Qwen/Qwen3-4B"
-    nodes: int = 1
-    gpus_per_node: int = 8
-    steps: int = TrainConfig().rl.steps
+    nodes: int = bounded(1, ge=1)
+    gpus_per_node: int = bounded(8, ge=1)
+    steps: int = bounded(TrainConfig().rl.steps, ge=1)
     out: str | None = None
     address: str = "http://127.0.0.1:8265"
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.chat_template_kwargs, dict):
+            raise ValueError("--chat-template-kwargs must be a JSON object, got "
+                             f"{json.dumps(self.chat_template_kwargs)}")
+        self.run  # noqa: B018  (an unknown env is refused here too)
 
     @property
     def run(self) -> EnvRun:
@@ -293,9 +305,6 @@ def run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
                     args.steps, args.out, args.address, args.chat_template_kwargs)
     command = submit_command(launch, extra)
     parse_train_args(command[command.index("openrlhf.cli.train_ppo_ray") + 1 :])
-    if args.dry_run:
-        print(shlex.join(command))
-        return 0
     c, run, tasks = TrainConfig(), launch.run, launch.out_dir / "tasks"
     sets = {"train": (list(range(c.rollout.seed, c.rollout.seed + launch.train_tasks)),
                       run.train_options),
@@ -305,6 +314,9 @@ def run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
         if name is not None:
             seeds, options, panels[role] = panel_tasks(name, run.env, len(sets[role][0]))
             sets[role] = (seeds, options)
+    if args.dry_run:  # every check above ran, as for the real run
+        print(shlex.join(command))
+        return 0
     for role, (seeds, options) in sets.items():
         write_tasks(tasks / f"{role}.jsonl", run.env, seeds, options)
     if panels:

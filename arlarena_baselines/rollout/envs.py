@@ -19,6 +19,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from arlarena_baselines.bounds import Bounded, bounded
+
 __all__ = [
     "EnvFactory",
     "EnvPool",
@@ -37,7 +39,7 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class EnvFactory:
+class EnvFactory(Bounded):
     """The env-stack settings, one value: how to build one env of the wrapper stack
     (``gymnasium.make`` + :class:`~wrappers.prompt.PromptWrapper`). An evaluation holds one
     (:class:`~arlarena_baselines.evaluation.config.EvalConfig`'s ``stack``), and so does
@@ -54,8 +56,8 @@ class EnvFactory:
 
     env: str = "sokoban"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    history_length: int = 2
-    format_penalty: float = 0.1
+    history_length: int = bounded(2, ge=0)
+    format_penalty: float = bounded(0.1, ge=0)
     template: str | None = None
     format_check: str = "study"
     notice: bool = False

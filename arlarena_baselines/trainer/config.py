@@ -22,9 +22,11 @@ import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
+
+from arlarena_baselines.bounds import Bounded, bounded
 
 if TYPE_CHECKING:
     from arlarena_baselines.rollout.envs import EnvFactory
@@ -49,7 +51,7 @@ __all__ = [
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(Bounded):
     """The policy model.
 
     Attributes:
@@ -76,27 +78,30 @@ class ModelConfig:
             refused for the embedded SmolLM2 (pretrained models keep their vocabulary).
     """
 
+    prefix: ClassVar[str] = "model."
     name: str = "smollm2"
     dtype: str = "auto"
     device: str = "auto"
-    hidden_size: int = 64
-    num_layers: int = 2
-    num_heads: int = 2
-    intermediate_size: int = 256
-    init_seed: int = 0
+    hidden_size: int = bounded(64, ge=1)
+    num_layers: int = bounded(2, ge=1)
+    num_heads: int = bounded(2, ge=1)
+    intermediate_size: int = bounded(256, ge=1)
+    init_seed: int = bounded(0, ge=0)
     gradient_checkpointing: bool = False
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     task_vocab: bool = False
 
 
 @dataclass
-class RolloutConfig:
+class RolloutConfig(Bounded):
     """How training rollouts are collected.
 
     Attributes:
         env: env CLI name (``sokoban``) or full id (``ARLArena/Bandit-v0``).
         env_kwargs: keyword arguments for ``gymnasium.make``.
-        reset_options: ``options`` for every ``reset`` (e.g. ``{"split": "train"}``).
+        reset_options: ``options`` for every training ``reset``, over the env's training split
+            (:func:`~arlarena_envs.registration.env_splits`: Sokoban ``{split: train}``, which
+            never shows a held-out level).
         template: replace the env's prompt template (e.g. ``sokoban_compact``); ``null`` keeps
             the study's template.
         history_length: (observation, action) pairs shown in the prompt.
@@ -135,32 +140,29 @@ class RolloutConfig:
             method can fit the tasks it trains on.
     """
 
+    prefix: ClassVar[str] = "rollout."
     env: str = "sokoban"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     reset_options: dict[str, Any] = field(default_factory=dict)
     template: str | None = None
-    history_length: int = 2
-    format_penalty: float = 0.1
+    history_length: int = bounded(2, ge=0)
+    format_penalty: float = bounded(0.1, ge=0)
     format_check: str = "study"
     notice: bool = False
-    max_turns: int | None = None
-    n_groups: int = 16
-    group_size: int = 8
-    max_new_tokens: int | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
+    max_turns: int | None = bounded(None, ge=1)
+    n_groups: int = bounded(16, ge=1)
+    group_size: int = bounded(8, ge=1)
+    max_new_tokens: int | None = bounded(None, ge=1)
+    temperature: float = bounded(1.0, ge=0)
+    top_p: float = bounded(1.0, gt=0, le=1)
+    top_k: int = bounded(0, ge=0)
     backend: str = "hf"
-    gen_batch_size: int = 64
+    gen_batch_size: int = bounded(64, ge=1)
     prefix_caching: bool = True
     sampler_log_probs: bool = True
     env_workers: int | str = 0
-    seed: int = 0
-    num_tasks: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.num_tasks is not None and self.num_tasks < 1:
-            raise ValueError(f"rollout.num_tasks must be >= 1 or null, got {self.num_tasks}")
+    seed: int = bounded(0, ge=0)
+    num_tasks: int | None = bounded(None, ge=1)
 
     @property
     def stack(self) -> EnvFactory:
@@ -172,34 +174,38 @@ class RolloutConfig:
 
 
 @dataclass
-class EvalConfig:
-    """Periodic evaluation on held-out env seeds (never used for training).
+class EvalConfig(Bounded):
+    """Periodic evaluation on held-out tasks (never used for training).
 
     Attributes:
         every: evaluate every this many steps (0 = only at the start and the end).
         episodes: held-out tasks, one rollout each; task ``i`` uses seed ``seed + i``.
-        seed: first held-out seed (far from the training seeds).
-        reset_options: ``options`` of the held-out resets (``null``: the rollout's, e.g. a
-            held-out split: ``{split: eval_out_of_distribution}``).
+        seed: first held-out seed.
+        reset_options: ``options`` of the held-out resets (``null``: the env's held-out split,
+            which shares no content with the tasks training draws: Sokoban ``{split: eval}``,
+            ALFWorld ``{split: eval_out_of_distribution}``, WebShop ``{split: eval}``, TIR Math
+            ``{split: gen_eval}``; see :func:`~arlarena_envs.registration.env_splits`).
+            Every held-out result records which tasks it played.
         temperature, top_p, top_k: evaluation sampling (``null``: the study's for the env,
             e.g. T 0.6 / top-p 0.95 / top-k 20 on ALFWorld and WebShop, T 0.4 on Sokoban).
         max_new_tokens: response budget (``null``: the rollout's).
         at_start: evaluate before the first step too (the starting checkpoint's figure).
     """
 
-    every: int = 10
-    episodes: int = 32
-    seed: int = 1_000_000
+    prefix: ClassVar[str] = "eval."
+    every: int = bounded(10, ge=0)
+    episodes: int = bounded(32, ge=0)
+    seed: int = bounded(1_000_000, ge=0)
     reset_options: dict[str, Any] | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    max_new_tokens: int | None = None
+    temperature: float | None = bounded(None, ge=0)
+    top_p: float | None = bounded(None, gt=0, le=1)
+    top_k: int | None = bounded(None, ge=0)
+    max_new_tokens: int | None = bounded(None, ge=1)
     at_start: bool = True
 
 
 @dataclass
-class SFTConfig:
+class SFTConfig(Bounded):
     """Behaviour cloning: collect an agent's trajectories, keep the good ones, fine-tune.
 
     Attributes:
@@ -219,24 +225,25 @@ class SFTConfig:
         micro_batch_size: examples per forward/backward (gradient accumulation).
     """
 
+    prefix: ClassVar[str] = "sft."
     agent: str = "expert"
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     data: str | None = None
-    episodes: int = 200
-    seed: int = 500_000
+    episodes: int = bounded(200, ge=1)
+    seed: int = bounded(500_000, ge=0)
     min_score: float = 1.0
     response_template: str | None = None
-    epochs: int = 3
-    batch_size: int = 16
-    lr: float = 1e-4
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.05
-    grad_clip: float = 1.0
-    micro_batch_size: int = 16
+    epochs: int = bounded(3, ge=1)
+    batch_size: int = bounded(16, ge=1)
+    lr: float = bounded(1e-4, gt=0)
+    weight_decay: float = bounded(0.0, ge=0)
+    warmup_ratio: float = bounded(0.05, ge=0, le=1)
+    grad_clip: float = bounded(1.0, gt=0)
+    micro_batch_size: int = bounded(16, ge=1)
 
 
 @dataclass
-class RLConfig:
+class RLConfig(Bounded):
     """The RL phase.
 
     Attributes:
@@ -273,32 +280,25 @@ class RLConfig:
             are logged anyway.
     """
 
+    prefix: ClassVar[str] = "rl."
     method: str = "SAMPO"
     method_overrides: dict[str, Any] = field(default_factory=dict)
-    steps: int = 100
-    lr: float = 1e-6
-    weight_decay: float = 0.0
+    steps: int = bounded(100, ge=1)
+    lr: float = bounded(1e-6, gt=0)
+    weight_decay: float = bounded(0.0, ge=0)
     betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 1e-8
-    mini_batch_size: int | None = 256
-    mini_batches: int | None = None
-    warmup_steps: int = 0
-    epochs: int = 1
-    micro_batch_size: int = 16
-    grad_clip: float = 1.0
+    adam_eps: float = bounded(1e-8, gt=0)
+    mini_batch_size: int | None = bounded(256, ge=1)
+    mini_batches: int | None = bounded(None, ge=1)
+    warmup_steps: int = bounded(0, ge=0)
+    epochs: int = bounded(1, ge=1)
+    micro_batch_size: int = bounded(16, ge=1)
+    grad_clip: float = bounded(1.0, gt=0)
     reference_kl: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mini_batch_size is not None and self.mini_batch_size < 1:
-            raise ValueError(f"rl.mini_batch_size must be >= 1 or null, got {self.mini_batch_size}")
-        if self.mini_batches is not None and self.mini_batches < 1:
-            raise ValueError(f"rl.mini_batches must be >= 1 or null, got {self.mini_batches}")
-        if self.warmup_steps < 0:
-            raise ValueError(f"rl.warmup_steps must be >= 0, got {self.warmup_steps}")
 
 
 @dataclass
-class RunConfig:
+class RunConfig(Bounded):
     """Output, logging and checkpoints.
 
     Attributes:
@@ -317,15 +317,16 @@ class RunConfig:
             (measured by ``bench/trainer.py``).
     """
 
+    prefix: ClassVar[str] = "run."
     out: str = "runs/default"
-    seed: int = 0
-    checkpoint_every: int = 10
-    keep_checkpoints: int = 2
+    seed: int = bounded(0, ge=0)
+    checkpoint_every: int = bounded(10, ge=0)
+    keep_checkpoints: int = bounded(2, ge=1)
     tensorboard: bool = True
     wandb: bool = False
     wandb_project: str = "arlarena"
     progress: bool = True
-    threads: int = 0
+    threads: int = bounded(0, ge=0)
 
 
 @dataclass
@@ -403,7 +404,8 @@ def coerce(value: Any, annotation: Any, where: str) -> Any:
 def config_from_dict(data: dict[str, Any] | None, base: TrainConfig | None = None) -> TrainConfig:
     """A :class:`TrainConfig` from nested ``{section: {field: value}}`` over ``base``.
 
-    An unknown section or field raises a ``ValueError`` naming the known ones.
+    An unknown section or field raises a ``ValueError`` naming the known ones, a value out of
+    its field's bounds (:func:`~arlarena_baselines.bounds.bounded`) one naming the bounds.
     """
     config = dataclasses.replace(base) if base is not None else TrainConfig()
     sections = {f.name: f for f in dataclasses.fields(TrainConfig)}

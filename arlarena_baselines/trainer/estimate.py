@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arlarena_baselines.rollout import Task, call_seed, collect
+from arlarena_baselines.trainer.envs import training_options
 from arlarena_envs.registration import ENV_SPECS, resolve_env_id
 
 __all__ = ["HOUR", "QUICK_S", "RECIPES", "RunEstimate", "run_estimate", "warn_if_long"]
@@ -55,7 +56,7 @@ def _first_turn(trainer: Any, groups: int) -> float:
     start = time.perf_counter()
     collect(trainer.pool, trainer.policy.responder(trainer.sampling),
             [Task(f"estimate/{i}", r.seed + i) for i in range(groups)], r.group_size,
-            max_turns=1, reset_options=r.reset_options or None, seed=call_seed(c.run.seed),
+            max_turns=1, reset_options=training_options(c) or None, seed=call_seed(c.run.seed),
             scorer=trainer.policy.score)
     return time.perf_counter() - start
 

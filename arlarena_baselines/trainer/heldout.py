@@ -2,8 +2,9 @@
 
 Holds :func:`heldout_rollout` (the episodes themselves, for analyses such as
 ``scripts/sokoban_failures.py``, and optionally their results file) and
-:func:`evaluate_policy` (their metrics). Task ``i`` uses env seed ``eval.seed + i`` (far from
-the training seeds) and ``eval.reset_options`` (by default the rollout's), one rollout each,
+:func:`evaluate_policy` (their metrics). Task ``i`` uses env seed ``eval.seed + i`` and
+:func:`~arlarena_baselines.trainer.envs.heldout_options` (by default the env's held-out split,
+which shares no content with training), one rollout each,
 sampled with :func:`~arlarena_baselines.trainer.sampling.eval_sampling` (the study's for the
 env by default). Every episode samples from its own random stream, so two checkpoints
 evaluated with the same config play the same episodes up to their own choices: their results
@@ -67,7 +68,10 @@ def heldout_rollout(
     with ExitStack() as stack:
         logs = []
         if results is not None:
-            agent = {"name": config.model.name, "sampling": asdict(sampling), "seed": seed,
+            from wrappers.agents.weights import module_digest
+
+            agent = {"name": config.model.name, "weights": module_digest(policy.model),
+                     "sampling": asdict(sampling), "seed": seed,
                      "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
             logs.append(stack.enter_context(
                 ResultsLog(results, run, label, agent, resume=resume)))
@@ -81,7 +85,7 @@ def heldout_rollout(
             reset_options=run.reset_options or None,
             seed=seed,
             progress=progress,
-            desc="eval",
+            desc=f"held-out eval of {label}",
             also=logs,
         )
 

@@ -63,6 +63,7 @@ from arlarena_baselines.trainer.checkpoint import (
     save_checkpoint,
 )
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
+from arlarena_baselines.trainer.envs import training_options
 from arlarena_baselines.trainer.estimate import warn_if_long
 from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
@@ -251,7 +252,7 @@ class RLTrainer:
             tasks,
             r.group_size,
             max_turns=r.max_turns,
-            reset_options=r.reset_options or None,
+            reset_options=training_options(self.config) or None,
             seed=call_seed(self.config.run.seed, step, round_),
             scorer=self.policy.score,
             progress=self.config.run.progress,
@@ -382,7 +383,7 @@ class RLTrainer:
         """Held-out success, valid-format ratio, … with the evaluation sampling (episodes
         logged at the current step)."""
         return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
-                               step=self.step)
+                               step=self.step, progress=self.config.run.progress)
 
     def _eval_due(self) -> bool:
         every, steps = self.config.eval.every, self.config.rl.steps

@@ -38,11 +38,12 @@ from arlarena_baselines.trainer.checkpoint import (
     save_checkpoint,
 )
 from arlarena_baselines.trainer.config import TrainConfig, config_to_dict
+from arlarena_baselines.trainer.envs import training_options
 from arlarena_baselines.trainer.heldout import evaluate_policy
 from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_everything
 from arlarena_baselines.trainer.tracking import MetricsLogger
-from wrappers.agents import make_agent
+from wrappers.agents import check_agent_env, make_agent
 from wrappers.agents.chat import ChatFormat
 from wrappers.format import parse_response
 
@@ -62,6 +63,7 @@ def collect_demonstrations(
     error and :func:`load_demonstrations` leaves it out.
     """
     s = config.sft
+    check_agent_env(s.agent, config.rollout.env, config.rollout.env_kwargs)
     agent = make_agent(s.agent, **{"seed": config.run.seed, **s.agent_kwargs})
     tasks = [Task(f"sft{i}", s.seed + i) for i in range(s.episodes)]
     width = max(1, min(s.episodes, config.rollout.n_groups * config.rollout.group_size))
@@ -72,7 +74,7 @@ def collect_demonstrations(
             tasks,
             1,
             max_turns=config.rollout.max_turns,
-            reset_options=config.rollout.reset_options or None,
+            reset_options=training_options(config) or None,
             seed=config.run.seed,
             progress=progress,
             desc=f"collect {s.agent}",
@@ -232,7 +234,7 @@ class SFTTrainer:
     def evaluate(self) -> dict[str, float]:
         self.policy.sync()  # an engine backend samples from the weights trained so far
         return evaluate_policy(self.policy, self.config, self.pool, logger=self.logger,
-                               step=self.step)
+                               step=self.step, progress=self.config.run.progress)
 
     def train(self) -> list[dict[str, Any]]:
         """Run the remaining steps, evaluating and checkpointing on schedule; save

@@ -10,7 +10,7 @@ from typing import Any
 
 from arlarena_baselines.rollout import AgentResponder, InProcessEnvPool, Task, collect
 from arlarena_baselines.trainer.config import TrainConfig
-from arlarena_baselines.trainer.envs import env_factory
+from arlarena_baselines.trainer.envs import env_factory, training_options
 from wrappers.agents import make_agent
 from wrappers.agents.chat import ChatFormat
 from wrappers.agents.vocab import TaskVocabulary
@@ -38,7 +38,7 @@ def task_vocabulary(config: TrainConfig, tokenizer: Any, levels: int = 256) -> T
         with InProcessEnvPool(env_factory(config), min(levels, 64)) as pool:
             rollout = collect(pool, AgentResponder(make_agent(agent, seed=config.run.seed)),
                               tasks, 1, max_turns=r.max_turns,
-                              reset_options=r.reset_options or None, seed=config.run.seed)
+                              reset_options=training_options(config) or None, seed=config.run.seed)
         rows += [chat.prompt_ids(p) for p in sorted({s.prompt for s in rollout.samples})]
         if template is None:
             responses = {s.response for s in rollout.samples}

@@ -85,8 +85,6 @@ class BanditEnv(TextEnv):
         return self._observation(), self._info()
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._round >= self.rounds:
-            raise RuntimeError("the episode is over: call reset()")
         name = coerce_action(action).strip().lower()
         valid = name in self.arms
         reward = float(name == self.target)

@@ -11,6 +11,7 @@ from arlarena_envs.sokoban.levels import GENERATORS, Level, LevelGenerationError
 from arlarena_envs.sokoban.render import grid_rgb, grid_text
 from arlarena_envs.sokoban.rules import ACTIONS, move
 from arlarena_envs.sokoban.solver import solve
+from arlarena_envs.sokoban.split import SPLITS, in_split
 
 __all__ = ["SokobanEnv"]
 
@@ -25,16 +26,20 @@ class SokobanEnv(TextEnv):
     ``reset(seed=s)`` shows the level the original generator makes for seed ``s``; a draw that
     fails, or whose level the BFS solver cannot solve within ``max_solution_length`` moves, is
     redrawn with a seed from the env's RNG (no 6×6 one-box level of seeds 0..299 needs more
-    than 11 moves, ``bench/sokoban.py``, so the default keeps the study's levels). Rewards follow
+    than 11 moves, ``bench/sokoban.py``, so the default keeps the study's levels). The reset
+    option (or constructor argument) ``split`` restricts the levels by content
+    (:mod:`~arlarena_envs.sokoban.split`): ``"train"`` redraws held-out levels, ``"eval"`` shows
+    only held-out ones, ``"all"`` (the default) any level. Rewards follow
     gym-sokoban and the study's runs: −0.1 per turn, +1 / −1 for a box pushed onto / off a
     target, +10 when every box is on a target. An action that is not one of
     ``up``/``down``/``left``/``right`` (after stripping and lower-casing) leaves the state as it
     is, costs the turn's −0.1, and sets ``info["action_is_valid"] = False``.
 
-    After the episode is won, stepping on is outside Gymnasium's contract; this env keeps
-    reporting the won state (``terminated=True``) for any action, where the study's env answers
-    an invalid action with ``done=False`` and ``won=False``. Its rollouts never step a finished
-    episode, so the difference never shows in a run.
+    After the episode is won, stepping on is outside Gymnasium's contract; like every ARLArena
+    env (:class:`~arlarena_envs.base.TextEnv`) this one repeats the won state
+    (``terminated=True``) with reward 0 for any action, where the study's env answers an invalid
+    action with ``done=False`` and ``won=False``. Its rollouts never step a finished episode, so
+    the difference never shows in a run.
 
     Example:
         >>> import gymnasium as gym, arlarena_envs
@@ -59,11 +64,14 @@ class SokobanEnv(TextEnv):
         visual: bool = False,
         render_mode: str | None = None,
         max_level_draws: int = 1000,
+        split: str = "all",
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         if num_boxes < 1 or min(dim) < 4:
             raise ValueError(f"need at least one box and a 4x4 room, got {dim} with {num_boxes}")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if generator not in GENERATORS:
             raise ValueError(f"generator must be one of {sorted(GENERATORS)}, got {generator!r}")
         self.dim = (int(dim[0]), int(dim[1]))
@@ -75,6 +83,7 @@ class SokobanEnv(TextEnv):
         self.prompt_template = "sokoban_visual" if self.visual else "sokoban"
         self.render_mode = render_mode or ("rgb_array" if self.visual else None)
         self.max_level_draws = int(max_level_draws)
+        self.split = split
         self._level: Level | None = None
         self._player: tuple[int, int] = (0, 0)
         self._boxes: frozenset[tuple[int, int]] = frozenset()
@@ -115,8 +124,12 @@ class SokobanEnv(TextEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Draw a new level: the original's level of ``seed``, else one from the env's RNG."""
+        """Draw a new level of the split: the original's level of ``seed``, else one from the
+        env's RNG."""
         super().reset(seed=seed, options=options)
+        split = (options or {}).get("split", self.split)
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         for draw in range(self.max_level_draws):
             level_seed = seed if seed is not None and draw == 0 else self.np_random.integers(2**32)
             try:
@@ -126,6 +139,8 @@ class SokobanEnv(TextEnv):
                 )
             except LevelGenerationError:
                 continue
+            if not in_split(level, split):
+                continue
             plan = solve(
                 level.walls, level.targets, level.player, level.boxes,
                 max_depth=self.max_solution_length,
@@ -134,8 +149,8 @@ class SokobanEnv(TextEnv):
                 break
         else:
             raise LevelGenerationError(
-                f"no {self.dim} {self.generator} level with {self.num_boxes} boxes solvable in "
-                f"{self.max_solution_length} moves after {self.max_level_draws} draws"
+                f"no {self.dim} {self.generator} {split} level with {self.num_boxes} boxes "
+                f"solvable in {self.max_solution_length} moves after {self.max_level_draws} draws"
             )
         self._level, self._plan = level, plan
         self._player, self._boxes = level.player, frozenset(level.boxes)

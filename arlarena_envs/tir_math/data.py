@@ -8,9 +8,11 @@ task set), :func:`load_task_file`, :func:`load_champ` and the generator lists.
 Built-in sets (all offline; no download happens):
 
 * ``train`` -- procedurally generated problems from reasoning-gym's maths generators
-  (:data:`TRAIN_GENERATORS`), difficulty levels 0-2 of reasoning-gym's curricula.
+  (:data:`TRAIN_GENERATORS`), difficulty levels 0-2 of reasoning-gym's curricula. A problem
+  whose text is also a ``gen_eval`` problem (about 2.5 % of draws) is skipped for the next
+  one (:class:`TrainingTaskSet`), so training never sees a held-out problem.
 * ``arithmetic`` -- the same, restricted to :data:`ARITHMETIC_GENERATORS` (the problems the
-  ``math-coder`` agent can solve; the smoke-test set).
+  ``math-coder`` agent can solve; the smoke-test set), held-out problems skipped too.
 * ``gen_eval`` -- a held-out generated evaluation set (1,000 problems, levels 0-3, a seed far
   from the training seeds).
 * ``champ`` -- the competition problems of the CHAMP dataset (``champ-dataset`` on PyPI, MIT),
@@ -43,6 +45,8 @@ __all__ = [
     "ListTaskSet",
     "MathTask",
     "TaskSet",
+    "TrainingTaskSet",
+    "heldout_questions",
     "load_champ",
     "load_task_file",
     "load_taskset",
@@ -156,6 +160,26 @@ class GeneratedTaskSet(TaskSet):
             task_type=generator,
             level=level,
         )
+
+
+class TrainingTaskSet(GeneratedTaskSet):
+    """A generated training set that never shows a held-out problem: task ``i`` is the first
+    problem from index ``i`` on whose question is not in :func:`heldout_questions` (its
+    ``index`` says which)."""
+
+    def __getitem__(self, index: int) -> MathTask:  # type: ignore[override]
+        task = super().__getitem__(index)
+        heldout = heldout_questions()
+        while task.question in heldout:
+            task = super().__getitem__((task.index + 1) % self.size)
+        return task
+
+
+@lru_cache(maxsize=1)
+def heldout_questions() -> frozenset[str]:
+    """The questions of the held-out ``gen_eval`` set (every level), which training skips."""
+    tasks = load_taskset("gen_eval")
+    return frozenset(tasks[i].question for i in range(len(tasks)))
 
 
 @lru_cache(maxsize=256)
@@ -347,7 +371,9 @@ def load_taskset(name: str, level: int | None = None) -> TaskSet:
 @lru_cache(maxsize=32)
 def _generated(name: str, generators: tuple[str, ...], levels: tuple[int, ...], size: int,
                seed: int) -> GeneratedTaskSet:
-    return GeneratedTaskSet(name, generators, levels, size, seed)
+    """A generated set; the training sets (every one but ``gen_eval``) skip held-out problems."""
+    kind = GeneratedTaskSet if name == "gen_eval" else TrainingTaskSet
+    return kind(name, generators, levels, size, seed)
 
 
 @lru_cache(maxsize=16)

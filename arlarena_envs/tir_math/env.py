@@ -196,10 +196,6 @@ class TIRMathEnv(TextEnv):
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one step of the response (see the class docs)."""
         text = coerce_action(action)
-        if self._done:
-            info = self._info(action_is_valid=False, exec_status=None, response_cut=0,
-                              continuation="")
-            return self._observation(), 0.0, True, False, info
         kept = text[: cut_point(text)]
         code = first_code(kept)
         boxed = "\\boxed{" in kept
@@ -228,6 +224,10 @@ class TIRMathEnv(TextEnv):
         info = self._info(action_is_valid=code is not None or boxed,
                           exec_status=status, response_cut=len(kept), continuation=continuation)
         return self._observation(), reward, terminated, truncated, info
+
+    def scorer(self) -> dict[str, Any]:
+        """The grader, and whether code runs without isolation (``ARLARENA_UNSAFE_SANDBOX``)."""
+        return {"grader": self.grader, "unsafe_sandbox": self.sandbox.unsafe}
 
     def _show(self, result: Any) -> str:
         """The text appended after a block that ran (see ``tool_output``)."""

@@ -121,12 +121,15 @@ class WebShopEnv(TextEnv):
             self.reward = str(described.get("reward", DEFAULT_REWARD))
             self.pages = str(described.get("pages", DEFAULT_PAGES))
             self.noun_tagger = str(described.get("noun_tagger", ""))
+            self.data_source = str((described.get("config") or {}).get("data_dir") or
+                                   "generated")
         else:
             config = ShopConfig(products, catalogue_seed, data_dir, human_goals)
             shop = get_shop(config)
             self.client = ShopClient(InProcessTransport(get_app(shop, reward, pages)))
             self._split_sizes = {name: shop.split_size(name) for name in SPLITS}
             self.reward, self.pages, self.noun_tagger = reward, pages, noun_tagger()
+            self.data_source = shop.config.data_dir or "generated"
         self._sid = ""
         self._goal: dict[str, Any] = {}
         self._done = False
@@ -165,6 +168,13 @@ class WebShopEnv(TextEnv):
             pages=self.pages,
             noun_tagger=self.noun_tagger,
         )
+
+    def scorer(self) -> dict[str, Any]:
+        """The reward rule, the title-noun tagger (spaCy or the built-in rules, chosen by
+        ``ARLARENA_NOUN_TAGGER`` / ``ARLARENA_SPACY_MODEL`` and what is installed) and the data
+        (``generated`` or the original files' folder, ``ARLARENA_WEBSHOP_DATA``)."""
+        return {"reward": self.reward, "noun_tagger": self.noun_tagger,
+                "data": self.data_source}
 
     @property
     def session_id(self) -> str:

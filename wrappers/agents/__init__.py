@@ -23,6 +23,7 @@ from wrappers.agents.base import (
     AgentReply,
     AgentRequest,
     BudgetExhausted,
+    check_agent_env,
     make_agent,
     register_agent,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "LocalModelAgent",
     "VLLMAgent",
     "cache",
+    "check_agent_env",
     "debate",
     "make_agent",
     "math_scripted",

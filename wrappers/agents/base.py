@@ -25,6 +25,7 @@ __all__ = [
     "AgentRequest",
     "BudgetExhausted",
     "add_usage",
+    "check_agent_env",
     "make_agent",
     "register_agent",
     "stream_seed",
@@ -119,6 +120,27 @@ class Agent(ABC):
     """Maps a batch of prompts to a batch of responses (one response per request)."""
 
     name: str = "agent"
+    envs: tuple[str, ...] = ()
+    """The env families (``arlarena_envs`` sub-packages: ``webshop``, ``tir_math``) an
+    env-specific agent plays; empty: any env."""
+    text_only: bool = False
+    """Whether the agent is a model that reads the prompt's text alone, so a visual env's
+    image never reaches it."""
+
+    @classmethod
+    def check_env(cls, env: str, env_kwargs: dict[str, Any] | None = None) -> None:
+        """Raise ``ValueError`` when this agent cannot play ``env`` (a CLI name or id, made
+        with ``env_kwargs``): one made for other envs (a WebShop heuristic on Sokoban would
+        only score noise), or a text-only model on a visual env (it never sees the state)."""
+        from arlarena_envs.registration import env_family, is_visual, resolve_env_id
+
+        if cls.envs and env_family(env) not in cls.envs:
+            raise ValueError(f"agent {cls.name} plays only {' and '.join(cls.envs)} envs, "
+                             f"not {resolve_env_id(env)}")
+        if cls.text_only and is_visual(env, env_kwargs):
+            raise ValueError(f"{resolve_env_id(env)} shows its state as an image, which the "
+                             f"text-only model of agent {cls.name} never sees; use an agent "
+                             "that reads images (openai with a vision model) or the text env")
 
     @abstractmethod
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
@@ -174,6 +196,14 @@ def register_agent(name: str) -> Callable[[Callable[..., Agent]], Callable[..., 
         return factory
 
     return decorate
+
+
+def check_agent_env(name: str, env: str, env_kwargs: dict[str, Any] | None = None) -> None:
+    """:meth:`Agent.check_env` of the agent registered as ``name``, before it is built (a
+    model is not loaded to be refused)."""
+    factory = AGENTS.get(name)
+    if isinstance(factory, type) and issubclass(factory, Agent):
+        factory.check_env(env, env_kwargs)
 
 
 def make_agent(name: str, **kwargs: Any) -> Agent:

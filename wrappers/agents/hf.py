@@ -100,6 +100,14 @@ class HFAgent(LocalModelAgent):
         self.eos_ids = eos_token_ids(self.model, tokenizer)
         self.batch_size = batch_size
         self.prefix_cache = PrefixCache() if prefix_caching else None
+        self._weights: str | None = None
+
+    def weights(self) -> str | None:
+        if self._weights is None:  # hashed once: the model does not change
+            from wrappers.agents.weights import module_digest
+
+            self._weights = module_digest(self.model)
+        return self._weights
 
     def generate(self, prompts: list[list[int]], seeds: list[int]) -> list[list[int]]:
         from wrappers.agents.sampling import generate_batched

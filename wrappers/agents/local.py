@@ -36,6 +36,8 @@ class LocalModelAgent(Agent):
     text, so the format check sees the whole reply (:class:`~wrappers.agents.chat.ChatFormat`).
     """
 
+    text_only = True
+
     def __init__(
         self,
         tokenizer: Any,
@@ -77,9 +79,14 @@ class LocalModelAgent(Agent):
             replies.append(AgentReply(self.chat.reply(text), usage=usage))
         return replies
 
+    def weights(self) -> str | None:
+        """The content hash of the weights that answer (:mod:`wrappers.agents.weights`), which
+        the settings record keeps: ``None`` where unknown."""
+        return None
+
     def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "sampling": asdict(self.sampling), "seed": self.seed,
-                "chat_template_kwargs": self.chat.template_kwargs}
+        return {"name": self.name, "weights": self.weights(), "sampling": asdict(self.sampling),
+                "seed": self.seed, "chat_template_kwargs": self.chat.template_kwargs}
 
     def usage(self) -> dict[str, float]:
         usage = self._usage

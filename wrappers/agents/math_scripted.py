@@ -188,6 +188,7 @@ class MathCoderAgent(Agent):
     """Writes a script for a recognised arithmetic problem, then boxes its printed result."""
 
     name = "math-coder"
+    envs = ("tir_math",)
 
     def __init__(self, **_: object) -> None:
         pass
@@ -216,6 +217,7 @@ class MathRandomAgent(Agent):
     """
 
     name = "math-random"
+    envs = ("tir_math",)
 
     def __init__(self, seed: int = 0, **_: object) -> None:
         self.seed = int(seed)

@@ -75,6 +75,12 @@ class VLLMAgent(LocalModelAgent):
             self.close()
             raise
         self.name = f"vllm:{model or DEFAULT_MODEL}"
+        from wrappers.agents.weights import files_digest
+
+        self._weights = files_digest(source)
+
+    def weights(self) -> str | None:
+        return self._weights
 
     def generate(self, prompts: list[list[int]], seeds: list[int]) -> list[list[int]]:
         return self.engine.generate(prompts, self.sampling, seeds)

@@ -94,6 +94,7 @@ class WebShopHeuristicAgent(Agent):
     """
 
     name = "webshop-heuristic"
+    envs = ("webshop",)
 
     def __init__(self, **_: Any) -> None:
         self._episodes: dict[Any, _Episode] = {}
@@ -214,6 +215,7 @@ class WebShopRandomAgent(Agent):
     from the stream of the request's episode and turn, so episodes replay exactly)."""
 
     name = "webshop-random"
+    envs = ("webshop",)
 
     def __init__(self, seed: int = 0, **_: Any) -> None:
         self.seed = seed
