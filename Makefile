@@ -45,9 +45,13 @@ run:
 	@$(MAKE) --no-print-directory $(VENV)/.installed-run
 	$(VENV)/bin/arlarena demo --out results/make-run
 
-# pytest exits 5 when it collects no test: report it, but it is not a failing test.
+# pytest exits 5 when it collects no test: report it, but it is not a failing test. Two
+# pytest-xdist workers (CI's two cores; one torch thread each, conftest.py), each module whole on
+# one worker so its module-scoped models and servers are built once; PYTEST_WORKERS=0: one
+# process. The 30 slowest tests are printed.
+PYTEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest; status=$$?; \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --durations=30; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
 # `make learn`: behaviour cloning of the Sokoban expert, then GRPO, on a CPU; then both

@@ -9,7 +9,8 @@ one per line, ``NODE-ID-GLOB | REASON-SUBSTRING`` (an :func:`fnmatch.fnmatchcase
 the skipped node id, then text the skip's reason contains). Tests that failed as expected
 (``xfail``) are not skips. The terminal summary says how many tests were skipped either way.
 
-Loaded for every run by the root ``conftest.py``.
+Loaded for every run by the root ``conftest.py``; under pytest-xdist (``make test`` runs two
+workers) it counts and judges in the controller, over all workers.
 """
 
 from __future__ import annotations
@@ -105,5 +106,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the policy in the run that reports: under pytest-xdist the controller, which
+    receives every worker's test and skipped-collection reports (a module skipped on both
+    workers once), so the count and the verdict are the whole run's."""
+    if hasattr(config, "workerinput"):  # an xdist worker: its summary and status go unseen
+        return
     allowed = [Allowed.parse(line) for line in config.getini(INI)]
     config.pluginmanager.register(SkipPolicy(allowed, in_ci()), "skip-policy")

@@ -30,7 +30,9 @@ def test_left_padded_batches_match_single_prompts(greedy):
 
 
 def test_drives_a_sokoban_episode_through_the_wrappers(greedy, tmp_path):
-    records = evaluate(EvalConfig(episodes=1), greedy, tmp_path / "r.jsonl", progress=False)
+    # Three turns show the first prompt and later ones with history; Sokoban's 15 add only time.
+    records = evaluate(EvalConfig(episodes=1, max_turns=3), greedy, tmp_path / "r.jsonl",
+                       progress=False)
     (episode,) = records
     turns = [r for r in read_records(tmp_path / "r.jsonl") if r["type"] == "turn"]
     assert len(turns) == episode["turns"] >= 1

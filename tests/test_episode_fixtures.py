@@ -11,10 +11,13 @@ seeds on the tiny random Llama with few episodes and few turns:
 - ``rl.json``: the metrics of one RL step (and the held-out evaluations around it) and the
   held-out episodes it logged.
 
-A record may gain fields, never change one. The RL metrics' floats come from torch's kernels,
-which round differently on another CPU: they are compared to 1e-6 (on the machine that recorded
-them they are equal). ``ARLARENA_RECORD_FIXTURES=1`` records the fixtures again: only for a
-change that is meant to change the episodes.
+A record may gain fields, never change one. Some of the RL metrics' floats come from torch's
+float32 kernels, which round differently with another CPU (vector width, summation order) or
+thread count: each of those has its own tolerance (:data:`TOLERANCES`), ten times the spread
+``bench/fixture_spread.py`` measures; the episodes and every other value are compared exactly.
+CI reruns this module with ``ATEN_CPU_CAPABILITY=default`` (``.ci/run``), so a tolerance too
+tight for another CPU fails there. ``ARLARENA_RECORD_FIXTURES=1`` records the fixtures again:
+only for a change that is meant to change the episodes.
 """
 
 from __future__ import annotations
@@ -45,11 +48,16 @@ def workdir(tmp_path, monkeypatch):
     """A folder with the tiny model saved as ``a`` (init seed 0) and ``b`` (seed 1); relative
     paths keep the models' names, and so the records, the same in every run."""
     monkeypatch.chdir(tmp_path)
-    for name, seed in (("a", 0), ("b", 1)):
+    save_tiny_models()
+    return tmp_path
+
+
+def save_tiny_models(models: tuple[tuple[str, int], ...] = (("a", 0), ("b", 1))) -> None:
+    """Save the tiny model under each ``(folder, init seed)`` of ``models`` in the current one."""
+    for name, seed in models:
         model, tokenizer = load_policy(ModelConfig(name="tiny", init_seed=seed))
         model.save_pretrained(name)
         tokenizer.save_pretrained(name)
-    return tmp_path
 
 
 def _check(name: str, found, same) -> None:
@@ -126,24 +134,61 @@ def test_train_compare_gives_the_recorded_paired_rows(workdir):
     _check("compare.json", found, _equal)
 
 
+# The (rel_tol, abs_tol) of each float metric that moves with the CPU's kernels: the spread is
+# that of `python bench/fixture_spread.py` (six runs of the step: ATEN_CPU_CAPABILITY default,
+# avx2 and unset = AVX-512, each with 1 and 2 torch threads; 2026-12-05, Xeon with AVX-512), and
+# each tolerance is at least 10x both it and the largest distance from the recorded value (here
+# and, for actor/loss, the 4.0e-8 of the issue-52 machine). Every other float (returns, rates,
+# counts, clip fractions, the KL shares per ratio bucket: the ratios sit 1e-5 below 1, 50x their
+# spread) was equal in every run and is compared exactly, as are the episodes.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    # Sums of O(1) terms (ratio x advantage) that cancel to -1.1e-2 and -8.5e-6: their float32
+    # rounding is absolute. Spread 8.9e-8 (both), distance from the recording <= 4.9e-8.
+    "actor/loss": (0.0, 1e-6),
+    "actor/pg_loss": (0.0, 1e-6),
+    # Token entropies ~10.8: spread 1.2e-6 (rel 1.1e-7), distance rel <= 8.8e-8.
+    "actor/entropy": (2e-6, 0.0),
+    "rollout/entropy": (2e-6, 0.0),
+    # Gradient norms ~2.1 and ~2.6: spread rel 1.7e-7 and 1.8e-7.
+    "actor/grad_norm": (2e-6, 0.0),
+    "actor/grad_norm_max": (2e-6, 0.0),
+    # Mean ratio 0.99999: spread rel 1.8e-7.
+    "actor/ratio_mean": (2e-6, 0.0),
+    # KLs of 1e-9 to 1e-8: kl_old's spread 1.0e-11 (rel 7e-4); kl_ref and kl_loss did not move,
+    # but are the same float32 log-prob differences, so they get kl_old's bound (20x).
+    "stability/kl_old": (0.0, 2e-10),
+    "stability/kl_ref": (0.0, 2e-10),
+    "actor/kl_loss": (0.0, 2e-10),
+}
+
+
+def tolerance(key: str) -> tuple[float, float]:
+    """The ``(rel_tol, abs_tol)`` of metric ``key`` (:data:`TOLERANCES`; else exact)."""
+    return TOLERANCES.get(key, (0.0, 0.0))
+
+
 def _close(expected: dict, found: dict) -> None:
-    """The same episodes, and every recorded metric still there; floats equal to 1e-6 (see
-    the module docstring)."""
+    """The same episodes, and every recorded metric still there; floats within their
+    :func:`tolerance` (see the module docstring)."""
     assert found["episodes"] == expected["episodes"]
     assert len(found["metrics"]) == len(expected["metrics"])
     for old, new in zip(expected["metrics"], found["metrics"], strict=True):
         assert set(old) <= set(new), sorted(set(old) - set(new))
         for key, value in old.items():
             if isinstance(value, float):
-                assert math.isclose(new[key], value, rel_tol=1e-6, abs_tol=1e-9), key
+                rel_tol, abs_tol = tolerance(key)
+                assert math.isclose(new[key], value, rel_tol=rel_tol, abs_tol=abs_tol), (
+                    f"{key}: {new[key]!r} against {value!r} (rel {rel_tol:g}, abs {abs_tol:g})")
             else:
                 assert new[key] == value, key
 
 
-def test_an_rl_step_from_a_fixed_seed_gives_the_recorded_metrics(workdir):
+def rl_step(threads: int = 1) -> dict:
+    """Run the recorded RL step of the tiny model ``a`` (in the current folder) with ``threads``
+    torch threads: its metrics (without the machine's timings) and its held-out episodes."""
     assert main(["train", "rl", "--model", "a", "--env", "sokoban", "--steps", "1", "--out",
-                 "rl", "--threads", "1", "--seed", "3", "--set", "rollout.n_groups=2", "--set",
-                 "rollout.group_size=2", "--set", "rollout.max_turns=3", "--set",
+                 "rl", "--threads", str(threads), "--seed", "3", "--set", "rollout.n_groups=2",
+                 "--set", "rollout.group_size=2", "--set", "rollout.max_turns=3", "--set",
                  "rollout.max_new_tokens=8", "--set", "eval.episodes=5", "--set",
                  "eval.every=1", "--set", "rl.mini_batch_size=4", "--set",
                  "run.progress=false", "--set", "run.tensorboard=false",
@@ -151,6 +196,9 @@ def test_an_rl_step_from_a_fixed_seed_gives_the_recorded_metrics(workdir):
                  "--set", "rollout.reset_options={split: all}",
                  "--set", "eval.reset_options={split: all}"]) == 0
     metrics = [{k: v for k, v in r.items() if not k.startswith(MACHINE)}
-               for r in read_records(workdir / "rl" / "metrics.jsonl")]
-    episodes = list(read_records(workdir / "rl" / "eval_episodes.jsonl"))
-    _check("rl.json", {"metrics": metrics, "episodes": episodes}, _close)
+               for r in read_records(Path("rl") / "metrics.jsonl")]
+    return {"metrics": metrics, "episodes": list(read_records(Path("rl") / "eval_episodes.jsonl"))}
+
+
+def test_an_rl_step_from_a_fixed_seed_gives_the_recorded_metrics(workdir):
+    _check("rl.json", rl_step(), _close)

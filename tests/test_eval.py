@@ -173,6 +173,31 @@ def test_a_stochastic_agent_replays_every_episode_after_kills_and_resumes(tmp_pa
     assert len(_episodes(path)) == 2 * episodes
 
 
+def test_resume_replays_exactly_the_episodes_that_ended_with_an_error(tmp_path):
+    """An episode whose record carries an ``error`` (what a failed agent call leaves, its turns
+    unwritten) is unfinished: ``--resume`` plays it again, and only it, so the file ends equal
+    to an uninterrupted run's. (The API agent's path: test_agents_openai.py.)"""
+    flags = ["eval", "--env", "sokoban", "--agent", "random", "--episodes", "4", "--seed", "2",
+             "--no-progress"]
+    full, failed = tmp_path / "full", tmp_path / "failed"
+    assert main([*flags, "--out", str(full)]) == 0
+    (path,) = full.glob("*.jsonl")
+    records = list(read_records(path))
+    lost = {"seed=3/sample=0", "seed=5/sample=0"}  # of seeds 2 to 5
+    kept = [dict(r, error="the server answered garbage", won=False)
+            if r["type"] == "episode" and r["episode_id"] in lost else r
+            for r in records if not (r["type"] == "turn" and r["episode_id"] in lost)]
+    failed.mkdir()
+    (failed / path.name).write_text("".join(json.dumps(r) + "\n" for r in kept))
+    finished = [r for r in kept if r["type"] == "episode" and r["episode_id"] not in lost]
+    assert main([*flags, "--out", str(failed), "--resume"]) == 0
+    key = lambda r: (r.get("episode_id", ""), r["type"], r.get("step", -1))  # noqa: E731
+    resumed = list(read_records(failed / path.name))
+    assert sorted(resumed, key=key) == sorted(records, key=key)
+    # The two others were kept, not replayed: their records stand where they were.
+    assert [r for r in resumed if r["type"] == "episode"][:2] == finished
+
+
 def test_pass_at_k_estimator():
     assert pass_at_k(5, 2, 1) == pytest.approx(0.4)
     assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)

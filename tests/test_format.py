@@ -53,7 +53,8 @@ CASES = [
     ("<think>x</think><action>click[next >]</action>", SHOP, False, False, "click[next >]"),
     ("\x00\xff\xfe<think>a</think><action>up</action>", MOVES, True, False, "up"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8", MOVES, True, False, None),
-    (b"<think>ok</think><action>up</action>", MOVES, True, True, "up"),
+    # bytes are outside the action space (arlarena_envs.base.coerce_action): no action
+    (b"<think>ok</think><action>up</action>", MOVES, True, False, None),
     (None, MOVES, True, False, None),
     ("<think>" + "a" * MAX_RESPONSE_CHARS + "</think><action>up</action>",
      MOVES, True, False, None),
@@ -139,14 +140,15 @@ def test_every_check_gives_hostile_input_a_verdict():
         "<action>" * 200_000,
         "<think>" + "</think>" * 200_000 + "<action>" * 100_000,
         "<think>a</think><action>" + "x</action>" * 100_000,
-        b"\xff\xfe<think>a</think><action>up</action>",
+        "\xff\xfe<think>a</think><action>up</action>",
         None,
         "\x00" * 1_000_000,
+        b"<think>a</think><action>up</action>",  # outside the action space: no action
     ]
     for name, check in FORMAT_CHECKS.items():
         verdicts = [check(response, ["up"]) for response in hostile]
         loose = name == "sokoban"  # only it ignores text before <think>
-        assert [parsed.format_ok for parsed, _ in verdicts] == [False] * 3 + [loose] + [False] * 2
+        assert [parsed.format_ok for parsed, _ in verdicts] == [False] * 3 + [loose] + [False] * 3
         assert all(isinstance(action, str) for _, action in verdicts), name
 
 

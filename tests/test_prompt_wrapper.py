@@ -338,6 +338,24 @@ def test_strict_check_and_notice_are_arlarenas_options():
         _env(format_check="lenient")
 
 
+def test_strict_executes_nothing_without_an_action_block_even_if_the_tail_is_admissible():
+    # The response's last 30 characters are an admissible WebShop search: the study's check
+    # runs them (a results page), the strict one must run nothing (the search page stays).
+    tail = "search[washable blue area rug]"
+    response = "No tags this time, just: " + tail
+    assert response[-30:] == tail
+    pages = {}
+    for check in ("study", "strict"):
+        env = PromptWrapper(gym.make("ARLArena/WebShop-Small-v0"), format_check=check)
+        _, before = env.reset(seed=0)
+        _, reward, *_, info = env.step(response)
+        assert info["parsed_action"] is None and reward == pytest.approx(-0.1)
+        pages[check] = (before["page"], info["page"], info["action_is_valid"])
+        env.close()
+    assert pages["study"] == ("search", "results", True)
+    assert pages["strict"] == ("search", "search", False)
+
+
 def test_garbage_forever_still_hits_the_turn_limit():
     env = _env()
     env.reset(seed=1)

@@ -83,6 +83,22 @@ def test_sampled_tokens_have_their_probabilities():
     assert again.tolist() == tokens[:3].tolist()  # row i depends on its generator alone
 
 
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_temperature_sharpens_or_flattens_what_is_drawn(temperature):
+    """softmax(logits / T): the probabilities raised to 1 / T and renormalised, and the draws
+    follow them (the model-level check: test_the_sampler_scores_tokens_as_the_forward_pass_does)."""
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)
+    expected = probs ** (1 / temperature) / (probs ** (1 / temperature)).sum()
+    logits = torch.log(probs).float().expand(4000, -1)
+    sampling = SamplingParams(temperature=temperature)
+    assert sampling_probs(logits[:1], sampling)[0].tolist() == pytest.approx(
+        expected.tolist(), rel=1e-5)
+    generators = [torch.Generator().manual_seed(i) for i in range(4000)]
+    tokens = sample_tokens(logits, sampling, generators)
+    share = torch.bincount(tokens, minlength=4).double() / 4000
+    assert share.tolist() == pytest.approx(expected.tolist(), abs=0.025)  # 3 sigma at most
+
+
 def test_training_sampling_draws_from_the_full_softmax(tiny, prompts):
     model, tokenizer = tiny
     responses = HFBackend(model, tokenizer).generate(

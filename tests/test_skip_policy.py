@@ -7,11 +7,15 @@ each fails the run unless ``allowed_skips`` lists it, outside CI the run stays g
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tests.skip_policy import in_ci
 
 pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parents[1]
 
 SKIPPING = """
 import pytest
@@ -58,7 +62,8 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """``run(ci, allowed)``: pytest on the generated files, with ``CI`` and ``allowed_skips``."""
     pytester.makepyfile(test_skipping=SKIPPING, test_module_skip=MODULE_SKIP)
 
-    def run_pytest(ci: str | None, allowed: list[str] = (), *args: str) -> pytest.RunResult:
+    def run_pytest(ci: str | None, allowed: list[str] = (), *args: str,
+                   subprocess: bool = False) -> pytest.RunResult:
         if ci is None:
             monkeypatch.delenv("CI", raising=False)
         else:
@@ -66,7 +71,8 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
         lines = "".join(f"\n    {line}" for line in allowed)
         pytester.makeini(f"[pytest]\nallowed_skips ={lines}\n")
         monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # only the policy: faster
-        return pytester.runpytest("-p", "tests.skip_policy", *args)
+        runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+        return runner("-p", "tests.skip_policy", *args)
 
     return run_pytest
 
@@ -118,6 +124,21 @@ def test_a_run_that_only_skips_fails_in_ci(run, pytester):
     result = run("true", [], "test_module_skip.py")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert run(None, [], "test_module_skip.py").ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_under_xdist_the_controller_counts_every_workers_skips(run, monkeypatch, ci):
+    """Two workers (as ``make test`` runs): the skips of both, the module skip once, and in CI
+    the run fails on them, listed; workers are subprocesses, so ``tests`` goes on their path."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT), prepend=os.pathsep)
+    result = run(ci, [], "-p", "xdist", "-n", "2", subprocess=True)
+    result.assert_outcomes(passed=1, skipped=4, xfailed=1)
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if ci else pytest.ExitCode.OK)
+    mode = "CI" if ci else "not CI"
+    result.stdout.fnmatch_lines([f"skip policy: 4 skipped, 0 of them allowed ({mode}*"])
+    if ci:
+        for node, reason in SKIPPED.items():
+            result.stdout.fnmatch_lines([f"{node}: *{reason}*"])
 
 
 def test_a_malformed_entry_is_a_usage_error(run):

@@ -77,3 +77,22 @@ def test_the_trainers_evaluation_writes_results_that_report_and_analyze_read(tmp
     assert main(["analyze", str(path), "--out", str(tmp_path / "flows"), "--no-png",
                  "--no-html"]) == 0
     assert (tmp_path / "flows" / "Sokoban-v0__rl_3_loops.csv").is_file()
+
+
+def test_a_resumed_heldout_evaluation_plays_only_the_episodes_it_lacks(tmp_path):
+    """``resume`` (what ``train compare --resume`` passes): the finished episodes of the
+    results file stay and are not played again; the rest are, as an uninterrupted run plays
+    them. (The CLI's path: test_train_compare.py.)"""
+    config = _config(["rollout.n_groups=2", "rollout.group_size=2"])
+    policy, path = Policy.load(config), tmp_path / "heldout.jsonl"
+    with _pool(config) as pool:
+        heldout_rollout(policy, config, pool, results=path)
+        whole, records = _played(path), list(read_records(path))
+        missing = {r["episode_id"] for r in records if r["type"] == "episode"}
+        missing -= {"eval0/0", "eval3/0", "eval4/0", "eval6/0", "eval8/0", "eval9/0"}
+        path.write_text("".join(json.dumps(r) + "\n" for r in records
+                                if r.get("episode_id") not in missing))
+        rollout = heldout_rollout(policy, config, pool, results=path, resume=True)
+    assert len(missing) == 4 and len({s.traj_id for s in rollout.samples}) == 4
+    assert _played(path) == whole
+
