@@ -78,6 +78,10 @@ ENV_SPECS: dict[str, EnvSpec] = {
         _SOKOBAN, 40, {"dim": (8, 8), "num_boxes": 2, "max_solution_length": 40}, _STUDY_SOKOBAN
     ),
     "ARLArena/ALFWorld-v0": EnvSpec("arlarena_envs.alfworld.env:ALFWorldEnv", 50),
+    # ARLArena's CPU-budget variant, not the study's: 20 turns, splits parted by content.
+    "ARLArena/ALFWorld-Compact-v0": EnvSpec(
+        "arlarena_envs.alfworld.compact:CompactALFWorldEnv", 20
+    ),
     "ARLArena/WebShop-v0": EnvSpec("arlarena_envs.webshop.env:WebShopEnv", 15),
     "ARLArena/WebShop-Small-v0": EnvSpec(
         "arlarena_envs.webshop.env:WebShopEnv", 15, {"products": 1000}
