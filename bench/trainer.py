@@ -56,6 +56,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# bench/alfworld.py shares its name with the ``alfworld`` package the ALFWorld env imports: keep
+# this folder off the path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 
 def memory_bandwidth() -> float:
     """Bytes per second a reduction over a 512 MiB float32 tensor reads (median of 5), with
