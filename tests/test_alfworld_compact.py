@@ -17,6 +17,7 @@ from arlarena_envs.alfworld.generator import SPLIT_SIZES, sample_game
 from arlarena_envs.panels import data_dir, load_panel, panel_specs
 from arlarena_envs.registration import ENV_SPECS
 from wrappers import format_response
+from wrappers.templates import render_prompt
 
 COMPACT = "ARLArena/ALFWorld-Compact-v0"
 EVAL_SPLITS = ("eval_in_distribution", "eval_out_of_distribution")
@@ -136,4 +137,9 @@ def test_the_compact_prompt_renders_what_the_env_shows(tmp_path):
     assert reply.startswith("You arrive at")
     assert f"Observation: {' '.join(reply.split())}\n" in later
     assert f"Admissible actions: [{', '.join(info['admissible_actions'])}]." in later
+    assert "Prior to this step" not in prompt + later  # the recipe's history_length 0
     wrapped.close()
+    shown = render_prompt("alfworld_compact", task=task, observation=reply, admissible=["look"],
+                          history=[(obs, command)], step_count=1)
+    assert f"Prior to this step: [Observation 1: '{' '.join(body.split())}', Action 1: " \
+        f"'{command}']\nObservation: " in shown
