@@ -78,7 +78,7 @@ learn: $(VENV)/.installed-run
 # start's temperature sweep and its best temperature, and success per task type
 # (scripts/alfworld_compare.py), into $(ALF_DOCS). Every stage resumes where it stopped; each
 # stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
-ALF_STEPS ?= 32
+ALF_STEPS ?= 24
 ALF_DOCS ?= docs/learn-alfworld
 ALF_RUNS ?= runs
 ALF_BC := $(ALF_RUNS)/learn-alfworld-bc
