@@ -106,13 +106,18 @@ learn-alfworld: $(VENV)/.installed-run
 # again after an interruption.
 ALF_ARENA_DOCS ?= docs/learn-alfworld/arena
 ALF_ARENA := $(ALF_RUNS)/alfworld-arena
-ALF_ARENA_RUNS := $(foreach m,GRPO GiGPO SAMPO,$(foreach s,0 1 2,$(ALF_ARENA)/$(m)/base/seed$(s)/final))
+ALF_ARENA_NAMES := $(foreach m,GRPO GiGPO SAMPO,$(foreach s,0 1 2,$(m)/seed$(s)))
+ALF_ARENA_RUNS := $(foreach n,$(ALF_ARENA_NAMES),$(ALF_ARENA)/$(subst /,/base/,$(n))/final)
+ALF_COMMA := ,
+ALF_EMPTY :=
+ALF_SPACE := $(ALF_EMPTY) $(ALF_EMPTY)
 arena-alfworld: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena arena --config configs/recipe/alfworld-rl.yaml --jobs 2 \
 		--out $(ALF_ARENA) --methods GRPO,GiGPO,SAMPO --seeds 3 --no-stabilisers --staleness 0 \
 		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS) \
 		--set rl.method_overrides.gigpo_mode=mean_norm
 	$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final --rl $(ALF_ARENA_RUNS) \
+		--labels $(subst $(ALF_SPACE),$(ALF_COMMA),$(ALF_ARENA_NAMES)) \
 		--out $(ALF_RUNS)/alfworld-arena-compare --resume --docs $(ALF_ARENA_DOCS)
 
 # `make arena`: the committed arena (docs/arena/) on the learning recipe

@@ -71,6 +71,34 @@ def paired_row(row: dict[str, Any]) -> dict[str, Any]:
             "episodes": row["episodes"]}
 
 
+def across_seeds(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per method, the spread of its runs' paired differences over training seeds: labels
+    ``METHOD/seedK`` group by ``METHOD``; the mean difference, its SD across seeds and the SE
+    of that mean (SD / sqrt(seeds)), beside the mean of the runs' paired SEs (evaluation noise
+    only). Labels without a ``/`` are left out.
+
+    >>> r = across_seeds({"GRPO/seed0": {"diff": 0.1, "diff_se": 0.02},
+    ...                   "GRPO/seed1": {"diff": 0.3, "diff_se": 0.02}})
+    >>> g = r["GRPO"]; round(g["diff"], 3), round(g["seed_sd"], 3), round(g["seed_se"], 3)
+    (0.2, 0.141, 0.1)
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for label, row in rows.items():
+        method, sep, _ = label.partition("/")
+        if sep:
+            groups.setdefault(method, []).append(row)
+    out = {}
+    for method, runs in groups.items():
+        diffs = [r["diff"] for r in runs]
+        mean = sum(diffs) / len(diffs)
+        sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5 if len(diffs) > 1 \
+            else float("nan")
+        out[method] = {"diff": mean, "seed_sd": sd, "seed_se": sd / len(diffs) ** 0.5,
+                       "paired_se": sum(r["diff_se"] for r in runs) / len(runs),
+                       "seeds": len(diffs)}
+    return out
+
+
 def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:
     """Sweep, best temperature and the paired comparisons of one held-out split."""
     from arlarena_baselines.cli._panel import checked_panel
@@ -89,9 +117,8 @@ def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:
     for t in dict.fromkeys([*args.temperatures, best]):
         rows = compare_checkpoints(split_config(args, panel, t), [args.bc, *args.rl],
                                    out=folder / _t(t), resume=True)
-        paired[f"{t:g}"] = {"start": paired_row(rows[0]),
-                            "rl": {name: paired_row(row) for name, row in zip(
-                                args.labels, rows[1:], strict=True)}}
+        rl = {name: paired_row(row) for name, row in zip(args.labels, rows[1:], strict=True)}
+        paired[f"{t:g}"] = {"start": paired_row(rows[0]), "rl": rl, "methods": across_seeds(rl)}
         files = {"BC": folder / _t(t) / "0.jsonl"}
         files |= {name: folder / _t(t) / f"{i}.jsonl" for i, name in enumerate(args.labels, 1)}
         tables[f"{t:g}"] = task_type_rows({name: list(read_records(path))
@@ -139,6 +166,14 @@ def markdown(summary: dict[str, Any]) -> str:
                 lines.append(f"| {t} | {name} | {p['start']['success']:.3f} | "
                              f"{rl['success']:.3f} | {rl['diff']:+.3f} ± {rl['diff_se']:.3f} | "
                              f"{rl['z']:+.1f} |")
+        for t, p in s["paired"].items():
+            if p["methods"]:
+                lines += ["", f"Across training seeds at T = {t}:", "",
+                          "| method | seeds | mean difference | SD across seeds | SE across "
+                          "seeds | mean paired SE |", "|---|---|---|---|---|---|"]
+                lines += [f"| {m} | {g['seeds']} | {g['diff']:+.3f} | {g['seed_sd']:.3f} | "
+                          f"{g['seed_se']:.3f} | {g['paired_se']:.3f} |"
+                          for m, g in p["methods"].items()]
         for t, rows in s["task_types"].items():
             lines += ["", f"Success per task type at T = {t} (%):", "",
                       task_type_markdown(rows).rstrip()]

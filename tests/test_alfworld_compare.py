@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,18 @@ def test_the_same_model_pairs_to_zero_and_the_evidence_is_written(model, tmp_pat
     assert sum(r["type"] == "episode" for r in kept) == 3
     assert (docs / "summary.md").read_text().startswith("# ALFWorld-Compact-v0")
     assert (docs / "ood" / "T0" / "compare.json").is_file()
+
+
+def test_across_seeds_groups_runs_by_method_and_keeps_single_runs_out():
+    rows = {"GRPO/seed0": {"diff": 0.10, "diff_se": 0.02},
+            "GRPO/seed1": {"diff": 0.20, "diff_se": 0.04},
+            "GRPO/seed2": {"diff": 0.30, "diff_se": 0.03},
+            "GiGPO/seed0": {"diff": 0.5, "diff_se": 0.1},
+            "RL": {"diff": 9.0, "diff_se": 9.0}}
+    methods = alfworld_compare.across_seeds(rows)
+    assert set(methods) == {"GRPO", "GiGPO"}
+    grpo = methods["GRPO"]
+    assert grpo["seeds"] == 3 and grpo["diff"] == pytest.approx(0.2)
+    assert grpo["seed_sd"] == pytest.approx(0.1) and grpo["seed_se"] == pytest.approx(0.1 / 3**0.5)
+    assert grpo["paired_se"] == pytest.approx(0.03)
+    assert methods["GiGPO"]["seeds"] == 1 and math.isnan(methods["GiGPO"]["seed_sd"])
