@@ -12,7 +12,7 @@ EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,docs,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint docs bench learn arena arena-offpolicy clean
+.PHONY: install run test lint docs bench learn learn-alfworld arena arena-offpolicy arena-alfworld clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,57 @@ learn: $(VENV)/.installed-run
 	$(LEARN_COMPARE) --set eval.temperature=1.0 --out $(LEARN_DOCS)/T1.0
 	$(LEARN_COMPARE) --set eval.temperature=0.4 --out $(LEARN_DOCS)/T0.4
 	gzip -f $(LEARN_DOCS)/T1.0/*.jsonl $(LEARN_DOCS)/T0.4/*.jsonl
+
+# `make learn-alfworld`: the study's own testbed at CPU scale (issue 46): behaviour cloning of
+# an epsilon-noisy ALFWorld expert into a small Llama (configs/recipe/alfworld-bc.yaml), then
+# GRPO (configs/recipe/alfworld-rl.yaml), on ARLArena/ALFWorld-Compact-v0 (20 turns, the
+# compact prompt: not the study's template) with panels apart by content (data/panels.yaml:
+# alfworld-compact-*); choices on the validation games only. Then the start and RL on the
+# held-out games of both eval splits (536-560 paired episodes each) at T = 1 and T = 0.4, the
+# start's temperature sweep and its best temperature, and success per task type
+# (scripts/alfworld_compare.py), into $(ALF_DOCS). Every stage resumes where it stopped; each
+# stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
+ALF_STEPS ?= 24
+ALF_DOCS ?= docs/learn-alfworld
+ALF_RUNS ?= runs
+ALF_BC := $(ALF_RUNS)/learn-alfworld-bc
+ALF_RL := $(ALF_RUNS)/learn-alfworld-rl
+ALF_TIMED = start=$$(date +%s); $(2); status=$$?; mkdir -p $(ALF_DOCS); printf '%s\t%s\n' \
+	$(1) $$(( $$(date +%s) - start )) >> $(ALF_DOCS)/walltime.tsv; exit $$status
+learn-alfworld: $(VENV)/.installed-run
+	@$(call ALF_TIMED,bc,$(VENV)/bin/arlarena train sft --config configs/recipe/alfworld-bc.yaml \
+		--panel alfworld-compact-bc --eval-panel alfworld-compact-validation --resume \
+		--set run.out=$(ALF_BC))
+	@$(call ALF_TIMED,rl,$(VENV)/bin/arlarena train rl --config configs/recipe/alfworld-rl.yaml \
+		--panel alfworld-compact-train --eval-panel alfworld-compact-validation --resume \
+		--set rl.steps=$(ALF_STEPS) --set model.name=$(ALF_BC)/final --set run.out=$(ALF_RL))
+	$(VENV)/bin/arlarena plot $(ALF_RL) --out $(ALF_DOCS)
+	cp $(ALF_RL)/metrics.jsonl $(ALF_DOCS)/metrics.jsonl
+	@$(call ALF_TIMED,evaluation,$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final \
+		--rl $(ALF_RL)/final --out $(ALF_RUNS)/learn-alfworld-compare --resume \
+		--docs $(ALF_DOCS))
+
+# `make arena-alfworld`: GRPO, GiGPO and SAMPO, three training seeds each, from the BC start of
+# `make learn-alfworld` on its recipe (configs/recipe/alfworld-rl.yaml; GiGPO's step groups
+# without std normalisation too, as its episode groups; 2 runs at once),
+# then all nine final models and the start on the held-out games of both eval splits, paired
+# with the start (scripts/alfworld_compare.py), into $(ALF_ARENA_DOCS). Resumable: run it
+# again after an interruption.
+ALF_ARENA_DOCS ?= docs/learn-alfworld/arena
+ALF_ARENA := $(ALF_RUNS)/alfworld-arena
+ALF_ARENA_NAMES := $(foreach m,GRPO GiGPO SAMPO,$(foreach s,0 1 2,$(m)/seed$(s)))
+ALF_ARENA_RUNS := $(foreach n,$(ALF_ARENA_NAMES),$(ALF_ARENA)/$(subst /,/base/,$(n))/final)
+ALF_COMMA := ,
+ALF_EMPTY :=
+ALF_SPACE := $(ALF_EMPTY) $(ALF_EMPTY)
+arena-alfworld: $(VENV)/.installed-run
+	$(VENV)/bin/arlarena arena --config configs/recipe/alfworld-rl.yaml --jobs 2 \
+		--out $(ALF_ARENA) --methods GRPO,GiGPO,SAMPO --seeds 3 --no-stabilisers --staleness 0 \
+		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS) \
+		--set rl.method_overrides.gigpo_mode=mean_norm
+	$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final --rl $(ALF_ARENA_RUNS) \
+		--labels $(subst $(ALF_SPACE),$(ALF_COMMA),$(ALF_ARENA_NAMES)) \
+		--out $(ALF_RUNS)/alfworld-arena-compare --resume --docs $(ALF_ARENA_DOCS)
 
 # `make arena`: the committed arena (docs/arena/) on the learning recipe
 # (configs/recipe/sokoban-arena.yaml): behaviour cloning as in `make learn`; then every method

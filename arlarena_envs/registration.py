@@ -110,6 +110,13 @@ ENV_SPECS: dict[str, EnvSpec] = {
         "arlarena_envs.alfworld.env:ALFWorldEnv", 50, training={"split": "train"},
         heldout={"split": "eval_out_of_distribution"},
     ),
+    # ARLArena's CPU-budget variant, not the study's: 20 turns, the training split parted by
+    # content into games to fit and validation games (alfworld/compact.py).
+    "ARLArena/ALFWorld-Compact-v0": EnvSpec(
+        "arlarena_envs.alfworld.compact:CompactALFWorldEnv", 20,
+        training={"split": "train", "part": "fit"},
+        heldout={"split": "eval_out_of_distribution"},
+    ),
     "ARLArena/WebShop-v0": EnvSpec("arlarena_envs.webshop.env:WebShopEnv", 15, **_WEBSHOP_SPLITS),
     "ARLArena/WebShop-Small-v0": EnvSpec(
         "arlarena_envs.webshop.env:WebShopEnv", 15, {"products": 1000}, **_WEBSHOP_SPLITS

@@ -33,7 +33,13 @@ time (``--levers``): ``vocab`` (``model.task_vocab``: the checkpoint cut to its 
 both passes), ``prefix`` (the shared prompt prefix once per forward pass), ``batch`` (all
 episodes in one generation call). Every row plays the same levels with the same random
 streams, so the rows differ in cost, not in work (up to the probability mass ``vocab`` cuts).
-It prints seconds per episode and the ratio to the first row.
+It prints seconds per episode and the ratio to the first row, then each row's cost per turn
+split into generation (the rollout less its env calls), update (scoring, advantages and the
+update mini-batches) and env (resets and steps), with the prompts' mean length in tokens.
+
+``alfworld``: the same for the ALFWorld recipe (``configs/recipe/alfworld-rl.yaml`` from
+``runs/learn-alfworld-bc/final``, a model built on its task vocabulary, so every row has
+``vocab``), e.g. ``python bench/trainer.py --section alfworld --groups 8 --group-size 8``.
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+# bench/alfworld.py shares its name with the ``alfworld`` package the ALFWorld env imports: keep
+# this folder off the path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
 def memory_bandwidth() -> float:
@@ -216,6 +226,9 @@ def run_case(model: str, dtype: str, backend: str, args: argparse.Namespace) -> 
 
 
 RECIPE_LEVERS = ("vocab", "sampler", "noreg", "prefix", "batch")
+SOKOBAN_CONFIG, SOKOBAN_MODEL = "configs/recipe/sokoban-rl.yaml", "runs/learn-bc/final"
+ALFWORLD_CONFIG = "configs/recipe/alfworld-rl.yaml"
+ALFWORLD_MODEL = "runs/learn-alfworld-bc/final"
 
 
 def recipe_overrides(levers: set[str], episodes: int) -> list[str]:
@@ -230,8 +243,26 @@ def recipe_overrides(levers: set[str], episodes: int) -> list[str]:
     ]
 
 
+def _timed(owner: object, name: str, totals: dict[str, float]) -> None:
+    """Wrap ``owner.name`` to add its wall and CPU seconds to ``totals``."""
+    inner = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        start, cpu = time.perf_counter(), time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            totals["wall"] += time.perf_counter() - start
+            totals["cpu"] += time.process_time() - cpu
+
+    setattr(owner, name, timed)
+
+
 def run_recipe_case(levers: str, args: argparse.Namespace) -> dict:
-    """One RL step of the recipe with ``levers`` ('+'-joined; ``none``), in this process."""
+    """One RL step of the recipe with ``levers`` ('+'-joined; ``none``), in this process:
+    its wall and CPU seconds split into generation (the rollout less its env calls), update
+    (scoring, advantages and the updates) and env (resets and steps), and the prompts'
+    mean length in tokens."""
     import torch
 
     from arlarena_baselines.rollout import forward
@@ -249,31 +280,49 @@ def run_recipe_case(levers: str, args: argparse.Namespace) -> dict:
         f"rollout.group_size={args.group_size}", "rl.steps=1", "rl.mini_batch_size=null",
         "eval.episodes=0", "run.progress=false", "run.tensorboard=false", f"run.out={out}",
         f"run.threads={args.threads.split(',')[0]}", *recipe_overrides(on, episodes),
+        *args.set,
     ])
     trainer = RLTrainer(config)
+    env = {"wall": 0.0, "cpu": 0.0}
+    _timed(trainer.pool, "reset", env)
+    _timed(trainer.pool, "step", env)
+    prompts: list[int] = []
+    rollout = trainer.rollout
+
+    def counted(*a, **k):
+        result = rollout(*a, **k)
+        prompts.extend(len(s.prompt_ids) for s in result.samples)
+        return result
+
+    trainer.rollout = counted
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         metrics = trainer.train_step(0)
-        step_s = time.perf_counter() - start
+        step_s, step_cpu = time.perf_counter() - start, time.process_time() - cpu
     finally:
         trainer.close()
         shutil.rmtree(out, ignore_errors=True)
+    rollout_s = metrics["time/rollout_s"]
     return {
-        "levers": levers, "episodes": episodes, "step_s": step_s,
-        "samples": metrics["rollout/step_samples"], "rollout_s": metrics["time/rollout_s"],
-        "update_s": metrics["time/update_s"], "success": metrics["rollout/success_rate"],
+        "levers": levers, "episodes": episodes, "step_s": step_s, "step_cpu_s": step_cpu,
+        "samples": metrics["rollout/step_samples"], "rollout_s": rollout_s,
+        "gen_s": rollout_s - env["wall"], "env_s": env["wall"], "env_cpu_s": env["cpu"],
+        "update_s": step_s - rollout_s, "success": metrics["rollout/success_rate"],
+        "prompt_tokens": sum(prompts) / max(len(prompts), 1),
+        "response_tokens": metrics["rollout/response_length"],
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def recipe_table(args: argparse.Namespace) -> None:
-    cases = ["none"] + ["+".join(args.levers.split(",")[: i + 1])
-                        for i in range(len(args.levers.split(",")))]
+def recipe_table(args: argparse.Namespace, first: str = "none") -> None:
+    levers = args.levers.split(",")
+    cases = [first] + ["+".join(([] if first == "none" else [first]) + levers[: i + 1])
+                       for i in range(len(levers))]
     rows = [row for case in cases if (row := _subprocess(args, f"recipe:{case}"))]
     if not rows:
         return
     base = rows[0]["step_s"] / rows[0]["episodes"]
-    print(f"RL step of {args.config} from {args.model}: {args.groups} levels x "
+    print(f"RL step of {args.config} from {args.model}: {args.groups} tasks x "
           f"{args.group_size} rollouts, {args.threads.split(',')[0]} torch thread(s)")
     print("| levers | turns | success | step s | rollout s | rest s | s / episode | "
           "peak MiB | cheaper than the first row |")
@@ -283,6 +332,20 @@ def recipe_table(args: argparse.Namespace) -> None:
         print(f"| {r['levers']} | {r['samples']:.0f} | {r['success']:.3f} | {r['step_s']:.1f} | "
               f"{r['rollout_s']:.1f} | {r['step_s'] - r['rollout_s']:.1f} | {per:.3f} | "
               f"{r['peak_mib']:.0f} | {base / per:.2f}x |")
+    print("\nPer turn (ms of wall time; CPU: the process's CPU time, which a busy machine "
+          "barely moves):")
+    print("| levers | prompt tok | response tok | ms / turn | generation | update | env | "
+          "CPU ms / turn | env CPU ms / turn |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        turns = max(r["samples"], 1.0)
+        ms = {k: 1000 * r[k] / turns for k in ("step_s", "gen_s", "update_s", "env_s",
+                                                "step_cpu_s", "env_cpu_s")}
+        print(f"| {r['levers']} | {r['prompt_tokens']:.0f} | {r['response_tokens']:.1f} | "
+              f"{ms['step_s']:.1f} | {ms['gen_s']:.1f} ({r['gen_s'] / r['step_s']:.0%}) | "
+              f"{ms['update_s']:.1f} ({r['update_s'] / r['step_s']:.0%}) | {ms['env_s']:.1f} "
+              f"({r['env_s'] / r['step_s']:.0%}) | {ms['step_cpu_s']:.1f} | "
+              f"{ms['env_cpu_s']:.1f} |")
 
 
 def _subprocess(args: argparse.Namespace, case: str) -> dict | None:
@@ -346,11 +409,11 @@ def trainer_table(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--section", choices=("agents", "trainer", "recipe", "all"),
+    parser.add_argument("--section", choices=("agents", "trainer", "recipe", "alfworld", "all"),
                         default="all")
-    parser.add_argument("--config", default="configs/recipe/sokoban-rl.yaml",
-                        help="recipe: the RL config")
-    parser.add_argument("--model", default="runs/learn-bc/final",
+    parser.add_argument("--config", default=SOKOBAN_CONFIG,
+                        help="recipe: the RL config (alfworld: " + ALFWORLD_CONFIG + ")")
+    parser.add_argument("--model", default=SOKOBAN_MODEL,
                         help="recipe: the starting checkpoint (a full-vocabulary BC)")
     parser.add_argument("--levers", default=",".join(RECIPE_LEVERS),
                         help="recipe: levers added one row at a time")
@@ -369,8 +432,14 @@ def main() -> None:
     parser.add_argument("--backends", default="hf,hf+noprefix,vllm",
                         help="trainer: generation backends "
                         "(vllm where importable)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="recipe, alfworld: more config overrides")
     parser.add_argument("--case", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.section == "alfworld":  # the ALFWorld recipe's own defaults
+        args.config = ALFWORLD_CONFIG if args.config == SOKOBAN_CONFIG else args.config
+        args.model = ALFWORLD_MODEL if args.model == SOKOBAN_MODEL else args.model
+        args.levers = ",".join(lever for lever in args.levers.split(",") if lever != "vocab")
     if args.case:
         kind, *rest = args.case.split(":")
         if kind == "agent":
@@ -387,6 +456,9 @@ def main() -> None:
         trainer_table(args)
     if args.section in ("recipe", "all") and Path(args.model).is_dir():
         recipe_table(args)
+    if args.section == "alfworld":
+        # The ALFWorld recipe's BC model is built on its task vocabulary: every row has it.
+        recipe_table(args, first="vocab")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ as TextWorld's own full-game plans, it recovers from detours, and a random agent
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import pytest
@@ -85,3 +86,19 @@ def test_random_admissible_agent_rarely_wins(env):
                for seed, i in enumerate((0, 1, 7, 10, 11, 12))]
     assert all(r.steps == 50 or r.won for r in results)
     assert sum(r.won for r in results) <= 2
+
+
+def _downward_copies() -> set[str]:
+    """The copies of Fast Downward's library this process has mapped (each load maps a fresh
+    copy, whose deleted file keeps its ~28 MB of disk while mapped)."""
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return {line.split(maxsplit=5)[-1].strip() for line in maps
+                if "libdownward.so" in line and "site-packages" not in line}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_the_expert_maps_one_planner_library_however_many_games_it_plays(env):
+    before = _downward_copies()
+    for index in (3, 4, 5):  # a planner per game
+        play(env, expert_policy, options={"split": "eval_out_of_distribution", "index": index})
+    assert len(_downward_copies() - before) <= 1

@@ -137,11 +137,31 @@ def test_tir_math_heldout_problems_are_never_training_problems():
     assert train[clash].index > clash
 
 
+@pytest.mark.parametrize("env", ["ARLArena/ALFWorld-v0", "ARLArena/ALFWorld-Compact-v0"])
+def test_alfworld_heldout_games_share_no_scene_layout_and_goal_with_training(env):
+    """ALFWorld's games are hashed by what makes them the same task (scene, layout and goal:
+    :mod:`arlarena_envs.alfworld.contentkey`), coarser than the panels' file hashes. No game the
+    default held-out evaluation plays has the key of any training-split game, the games
+    training can draw (every one of the split, a superset of the compact variant's part)."""
+    from arlarena_envs.alfworld.contentkey import content_key, info_key
+    from arlarena_envs.alfworld.generator import SPLIT_SIZES
+
+    run = eval_config(_config(env, "eval.episodes=16"))
+    assert run.reset_options == {"split": "eval_out_of_distribution"}
+    game = gym.make(env)
+    try:
+        heldout = {info_key(game.reset(seed=s, options=run.reset_options)[1])
+                   for s in range(run.seed, run.seed + run.episodes)}
+    finally:
+        game.close()
+    training = {content_key("train", i) for i in range(SPLIT_SIZES["train"])}
+    assert len(heldout) > 8 and not heldout & training  # v0 draws games at random: repeats
+    assert "held-out split" in heldout_source(_config(env))
+
+
 def test_alfworld_and_bandit_defaults():
-    """ALFWorld evaluates on its unseen-scene split by default (its content key, and the check
-    that no eval game shares a training game's content, belong to the ALFWorld task:
-    ``CONTENT["alfworld"]`` of :mod:`arlarena_envs.panels.content`). The bandit has one task,
-    so its results say they played the training task."""
+    """ALFWorld evaluates on its unseen-scene split by default. The bandit has one task, so
+    its results say they played the training task."""
     assert eval_config(_config("alfworld")).reset_options == {"split": "eval_out_of_distribution"}
     bandit = _config("ARLArena/Bandit-v0")
     assert "no held-out tasks" in heldout_source(bandit)

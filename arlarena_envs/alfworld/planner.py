@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -71,7 +72,6 @@ class RelevantPlanner:
             for name, kind in re.findall(r"^\s*(\S+) - (otype|rtype)\b", problem, re.MULTILINE)
         )
         self.predicates = frozenset(parse_domain(domain).predicates)
-        self._lib: Any = None
 
     def _relevant(self, facts: list[Fact]) -> set[str]:
         by_name: dict[str, list[tuple[str, ...]]] = {}
@@ -129,13 +129,33 @@ class RelevantPlanner:
 
         with TEXTWORLD_LOCK, keep_argv():
             _, sas = pddl2sas(self.domain, problem, optimize=True)
-        if self._lib is None:
-            self._lib = fast_downward.load_lib()
-        self._lib.load_sas(sas.encode("utf-8"))
-        if self._lib.check_goal():
-            return []
-        if not self._lib.solve(False):
-            return None
-        operators = (fast_downward.Operator * self._lib.get_last_plan_length())()
-        self._lib.get_last_plan(operators)
+        with _LIB_LOCK:  # one library, one search at a time
+            lib = _downward_lib()
+            lib.load_sas(sas.encode("utf-8"))
+            if lib.check_goal():
+                return []
+            if not lib.solve(False):
+                return None
+            operators = (fast_downward.Operator * lib.get_last_plan_length())()
+            lib.get_last_plan(operators)
         return [op.name for op in operators]
+
+
+_LIB: Any = None
+_LIB_LOCK = threading.Lock()
+
+
+def _downward_lib() -> Any:
+    """Fast Downward's library, loaded once per process (under ``_LIB_LOCK``).
+
+    ``fast_downward.load_lib`` maps a fresh copy of the ~28 MB library each call and never
+    unloads it; the copy's file is deleted but its disk space stays held while it is mapped.
+    A library per planner (one per game) held a copy per game played: the 1,600 expert
+    episodes of ``make learn-alfworld``'s behaviour cloning filled the disk (~45 GB).
+    """
+    global _LIB
+    if _LIB is None:
+        import fast_downward
+
+        _LIB = fast_downward.load_lib()
+    return _LIB

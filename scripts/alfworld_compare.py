@@ -1,0 +1,234 @@
+"""The held-out comparison of `make learn-alfworld`: the BC start against RL on both eval splits.
+
+For each held-out panel (``alfworld-compact-heldout-id``: the 140 in-distribution games, and
+``alfworld-compact-heldout-ood``: the 134 out-of-distribution games, each four times; apart by
+content from every training and validation game), this script
+
+1. checks the panel's tasks against their hashes (recorded in ``summary.json``);
+2. plays the start at every temperature of ``--sweep`` (``OUT/<split>/T<t>/0.jsonl``);
+3. picks the start's best temperature on that split (the best of five on the held-out games
+   themselves: biased upward for the start, so it only makes RL's case harder);
+4. plays each RL model of ``--rl`` at ``--temperatures`` and at that best temperature, on the
+   same games with the same random streams as the start (``OUT/<split>/T<t>/<i>.jsonl``, ``i``
+   from 1), paired with the start game by game and sample by sample (``compare.json`` there);
+   several RL models (the nine runs of three methods x three seeds) share one start's episodes;
+5. writes ``summary.json`` (the sweep, the best temperature, every paired difference with its
+   SE and z), ``tasktypes.md`` (success per task type, the layout of the study's Table 8) and,
+   with ``--episodes-only``, each results file's settings and episode records, gzipped
+   (``*.episodes.jsonl.gz``), small enough to commit; ``--docs DIR`` copies the summaries,
+   every ``compare.json`` and those episode files there (``make learn-alfworld``'s evidence).
+
+Every step resumes: results files keep finished episodes (``--resume``), so a stopped
+comparison picks up where it stopped. Example::
+
+    python scripts/alfworld_compare.py --bc runs/learn-alfworld-bc/final \\
+        --rl runs/learn-alfworld-rl/final --out docs/learn-alfworld --resume
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from arlarena_baselines.evaluation.results import read_records
+from arlarena_baselines.evaluation.tasktypes import task_type_markdown, task_type_rows
+from arlarena_baselines.trainer.compare import compare_checkpoints
+from arlarena_baselines.trainer.config import TrainConfig, load_config
+
+PANELS = {"id": "alfworld-compact-heldout-id", "ood": "alfworld-compact-heldout-ood"}
+RL_CONFIG = "configs/recipe/alfworld-rl.yaml"
+
+
+def _t(value: float) -> str:
+    return f"T{value:g}"
+
+
+def split_config(args: argparse.Namespace, panel: str, temperature: float) -> TrainConfig:
+    """The RL recipe's env and prompt with the panel's tasks as ``eval.*`` at ``temperature``
+    (full softmax: no top-p, no top-k)."""
+    from arlarena_envs.panels import load_panel
+
+    spec = load_panel(panel).spec
+    return load_config(args.config, [
+        f"rollout.env={spec.env}", f"rollout.env_kwargs={json.dumps(spec.env_kwargs)}",
+        f"eval.reset_options={json.dumps(spec.options)}", f"eval.seed={spec.seed}",
+        f"eval.episodes={args.episodes or spec.count}", f"eval.temperature={temperature}",
+        "eval.top_p=1.0", "eval.top_k=0", "run.tensorboard=false",
+        f"run.progress={str(args.progress).lower()}", *args.set,
+    ])
+
+
+def paired_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A compare row's success, its paired difference against the start and its z."""
+    se = row["success_diff_se"]
+    return {"success": row["success"], "se": row["success_se"], "diff": row["success_diff"],
+            "diff_se": se, "z": row["success_diff"] / se if se else 0.0,
+            "episodes": row["episodes"]}
+
+
+def across_seeds(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per method, the spread of its runs' paired differences over training seeds: labels
+    ``METHOD/seedK`` group by ``METHOD``; the mean difference, its SD across seeds and the SE
+    of that mean (SD / sqrt(seeds)), beside the mean of the runs' paired SEs (evaluation noise
+    only). Labels without a ``/`` are left out.
+
+    >>> r = across_seeds({"GRPO/seed0": {"diff": 0.1, "diff_se": 0.02},
+    ...                   "GRPO/seed1": {"diff": 0.3, "diff_se": 0.02}})
+    >>> g = r["GRPO"]; round(g["diff"], 3), round(g["seed_sd"], 3), round(g["seed_se"], 3)
+    (0.2, 0.141, 0.1)
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for label, row in rows.items():
+        method, sep, _ = label.partition("/")
+        if sep:
+            groups.setdefault(method, []).append(row)
+    out = {}
+    for method, runs in groups.items():
+        diffs = [r["diff"] for r in runs]
+        mean = sum(diffs) / len(diffs)
+        sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5 if len(diffs) > 1 \
+            else float("nan")
+        out[method] = {"diff": mean, "seed_sd": sd, "seed_se": sd / len(diffs) ** 0.5,
+                       "paired_se": sum(r["diff_se"] for r in runs) / len(runs),
+                       "seeds": len(diffs)}
+    return out
+
+
+def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:
+    """Sweep, best temperature and the paired comparisons of one held-out split."""
+    from arlarena_baselines.cli._panel import checked_panel
+
+    panel = PANELS[split]
+    config = split_config(args, panel, 1.0)
+    record = checked_panel(panel, config.eval.episodes, config.rollout.env_kwargs)[1]
+    folder = Path(args.out) / split
+    sweep = {}
+    for t in args.sweep:
+        rows = compare_checkpoints(split_config(args, panel, t), [args.bc],
+                                   out=folder / _t(t), resume=args.resume)
+        sweep[f"{t:g}"] = {"success": rows[0]["success"], "se": rows[0]["success_se"]}
+    best = max(args.sweep, key=lambda t: (sweep[f"{t:g}"]["success"], -t))
+    paired, tables = {}, {}
+    for t in dict.fromkeys([*args.temperatures, best]):
+        rows = compare_checkpoints(split_config(args, panel, t), [args.bc, *args.rl],
+                                   out=folder / _t(t), resume=True)
+        rl = {name: paired_row(row) for name, row in zip(args.labels, rows[1:], strict=True)}
+        paired[f"{t:g}"] = {"start": paired_row(rows[0]), "rl": rl, "methods": across_seeds(rl)}
+        files = {"BC": folder / _t(t) / "0.jsonl"}
+        files |= {name: folder / _t(t) / f"{i}.jsonl" for i, name in enumerate(args.labels, 1)}
+        tables[f"{t:g}"] = task_type_rows({name: list(read_records(path))
+                                           for name, path in files.items()})
+    return {"panel": record, "sweep": sweep, "best_temperature": best, "paired": paired,
+            "task_types": tables}
+
+
+def episodes_only(folder: Path) -> None:
+    """Write each results file's settings and episode records beside it, gzipped."""
+    for path in sorted(folder.rglob("[0-9].jsonl")):
+        keep = [r for r in read_records(path) if r.get("type") in ("settings", "episode")]
+        target = path.with_name(path.stem + ".episodes.jsonl.gz")
+        with gzip.open(target, "wt", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(r) + "\n" for r in keep)
+
+
+def copy_evidence(out: Path, docs: Path) -> None:
+    """The summaries, every ``compare.json`` and the episode-only files, from ``out`` to
+    ``docs`` (same layout)."""
+    names = ["summary.json", "summary.md"]
+    paths = [out / n for n in names] + sorted(out.rglob("compare.json"))
+    paths += sorted(out.rglob("*.episodes.jsonl.gz"))
+    for path in paths:
+        target = docs / path.relative_to(out)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The sweep, the paired differences and the task-type tables of every split."""
+    lines = ["# ALFWorld-Compact-v0: BC start against RL (generated by "
+             "scripts/alfworld_compare.py)", ""]
+    for split, s in summary["splits"].items():
+        lines += [f"## {PANELS[split]} ({s['panel']['tasks']} episodes, panel hash "
+                  f"{s['panel']['hash']})", "", "| start at T | " + " | ".join(s["sweep"]) + " |",
+                  "|---" * (len(s["sweep"]) + 1) + "|",
+                  "| success | " + " | ".join(f"{v['success']:.3f} ± {v['se']:.3f}"
+                                             for v in s["sweep"].values()) + " |", "",
+                  f"Best temperature of the start: {s['best_temperature']:g}.", "",
+                  "| T | model | start | model's success | model − start (paired) | z |",
+                  "|---|---|---|---|---|---|"]
+        for t, p in s["paired"].items():
+            for name, rl in p["rl"].items():
+                lines.append(f"| {t} | {name} | {p['start']['success']:.3f} | "
+                             f"{rl['success']:.3f} | {rl['diff']:+.3f} ± {rl['diff_se']:.3f} | "
+                             f"{rl['z']:+.1f} |")
+        for t, p in s["paired"].items():
+            if p["methods"]:
+                lines += ["", f"Across training seeds at T = {t}:", "",
+                          "| method | seeds | mean difference | SD across seeds | SE across "
+                          "seeds | mean paired SE |", "|---|---|---|---|---|---|"]
+                lines += [f"| {m} | {g['seeds']} | {g['diff']:+.3f} | {g['seed_sd']:.3f} | "
+                          f"{g['seed_se']:.3f} | {g['paired_se']:.3f} |"
+                          for m, g in p["methods"].items()]
+        for t, rows in s["task_types"].items():
+            lines += ["", f"Success per task type at T = {t} (%):", "",
+                      task_type_markdown(rows).rstrip()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bc", required=True, help="the start (the BC checkpoint)")
+    parser.add_argument("--rl", required=True, nargs="+", help="the RL checkpoints")
+    parser.add_argument("--labels", default=None,
+                        help="their names in the tables, comma-separated (default: RL, or "
+                        "each checkpoint's run folder)")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--config", default=RL_CONFIG)
+    parser.add_argument("--splits", default="id,ood")
+    parser.add_argument("--sweep", default="0,0.2,0.4,0.6,1.0",
+                        help="the start's temperatures")
+    parser.add_argument("--temperatures", default="1.0,0.4",
+                        help="RL's temperatures (and the start's best)")
+    parser.add_argument("--episodes", type=int, default=0,
+                        help="the panels' first N tasks (0: all of them)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--episodes-only", action="store_true",
+                        help="also write gzipped episode-only copies of the results files")
+    parser.add_argument("--docs", default=None,
+                        help="copy the summaries, compare.json files and episode-only files "
+                        "here (implies --episodes-only)")
+    args = parser.parse_args(argv)
+    args.sweep = [float(t) for t in args.sweep.split(",")]
+    args.temperatures = [float(t) for t in args.temperatures.split(",")]
+    if args.labels:
+        args.labels = args.labels.split(",")
+    elif len(args.rl) == 1:
+        args.labels = ["RL"]
+    else:
+        args.labels = [Path(path).parent.name or path for path in args.rl]
+    if len(args.labels) != len(args.rl):
+        parser.error(f"{len(args.labels)} labels for {len(args.rl)} RL checkpoints")
+    splits = {split: compare_split(args, split) for split in args.splits.split(",")}
+    summary = {"bc": args.bc, "rl": args.rl, "env": "ARLArena/ALFWorld-Compact-v0",
+               "template": "alfworld_compact (not the study's template)", "splits": splits}
+    out = Path(args.out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out / "summary.md").write_text(markdown(summary))
+    if args.episodes_only or args.docs:
+        episodes_only(out)
+    if args.docs:
+        copy_evidence(out, Path(args.docs))
+    print((out / "summary.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""scripts/alfworld_compare.py on a real (untrained) tiny model: the start's sweep, its best
+temperature, the pairing with RL and the evidence files."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from arlarena_baselines.evaluation.results import read_records
+from arlarena_baselines.trainer.config import ModelConfig
+from arlarena_baselines.trainer.models import save_model, smollm2_tokenizer, tiny_model
+
+_SPEC = importlib.util.spec_from_file_location(
+    "alfworld_compare", Path(__file__).resolve().parents[1] / "scripts" / "alfworld_compare.py")
+alfworld_compare = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(alfworld_compare)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    tokenizer = smollm2_tokenizer()
+    folder = tmp_path_factory.mktemp("tiny")
+    return str(save_model(tiny_model(ModelConfig(name="tiny"), tokenizer), tokenizer, folder))
+
+
+def test_the_same_model_pairs_to_zero_and_the_evidence_is_written(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("ARLARENA_CACHE", str(tmp_path / "cache"))
+    out, docs = tmp_path / "out", tmp_path / "docs"
+    argv = ["--bc", model, "--rl", model, "--out", str(out), "--docs", str(docs),
+            "--splits", "ood", "--episodes", "3", "--sweep", "0,1.0", "--temperatures", "1.0",
+            "--set", "model.task_vocab=false", "--set", "rollout.max_turns=2", "--resume"]
+    assert alfworld_compare.main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    split = summary["splits"]["ood"]
+    assert split["panel"]["name"] == "alfworld-compact-heldout-ood"
+    assert split["panel"]["tasks"] == 3 and split["panel"]["matches"]
+    assert set(split["sweep"]) == {"0", "1"} and split["best_temperature"] in (0.0, 1.0)
+    # The RL model is the start itself: the same games with the same random streams must
+    # give the same episodes, response for response, so every paired difference is 0.
+    for temperature, paired in split["paired"].items():
+        rl = paired["rl"]["RL"]
+        assert (rl["diff"], rl["diff_se"], rl["episodes"]) == (0.0, 0.0, 3), temperature
+    responses = [{(r["episode_id"], r["step"]): r["response"]
+                  for r in read_records(out / "ood" / "T1" / f"{i}.jsonl") if r["type"] == "turn"}
+                 for i in (0, 1)]
+    assert len(responses[0]) == 6 and responses[0] == responses[1]
+    assert len(set(responses[0].values())) > 1  # sampled text, not one fixed reply
+    table = split["task_types"]["1"]
+    assert [row["model"] for row in table] == ["BC", "RL"] and table[0]["All"]["n"] == 3
+    kept = [json.loads(line) for line in gzip.open(docs / "ood" / "T1" / "1.episodes.jsonl.gz",
+                                                   "rt")]
+    assert {r["type"] for r in kept} == {"settings", "episode"}
+    assert sum(r["type"] == "episode" for r in kept) == 3
+    assert (docs / "summary.md").read_text().startswith("# ALFWorld-Compact-v0")
+    assert (docs / "ood" / "T0" / "compare.json").is_file()
+
+
+def test_across_seeds_groups_runs_by_method_and_keeps_single_runs_out():
+    rows = {"GRPO/seed0": {"diff": 0.10, "diff_se": 0.02},
+            "GRPO/seed1": {"diff": 0.20, "diff_se": 0.04},
+            "GRPO/seed2": {"diff": 0.30, "diff_se": 0.03},
+            "GiGPO/seed0": {"diff": 0.5, "diff_se": 0.1},
+            "RL": {"diff": 9.0, "diff_se": 9.0}}
+    methods = alfworld_compare.across_seeds(rows)
+    assert set(methods) == {"GRPO", "GiGPO"}
+    grpo = methods["GRPO"]
+    assert grpo["seeds"] == 3 and grpo["diff"] == pytest.approx(0.2)
+    assert grpo["seed_sd"] == pytest.approx(0.1) and grpo["seed_se"] == pytest.approx(0.1 / 3**0.5)
+    assert grpo["paired_se"] == pytest.approx(0.03)
+    assert methods["GiGPO"]["seeds"] == 1 and math.isnan(methods["GiGPO"]["seed_sd"])
