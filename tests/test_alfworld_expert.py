@@ -100,5 +100,6 @@ def _downward_copies() -> set[str]:
 def test_the_expert_maps_one_planner_library_however_many_games_it_plays(env):
     before = _downward_copies()
     for index in (3, 4, 5):  # a planner per game
-        play(env, expert_policy, options={"split": "eval_out_of_distribution", "index": index})
+        run_policy(env, expert_policy,
+                   options={"split": "eval_out_of_distribution", "index": index})
     assert len(_downward_copies() - before) <= 1
