@@ -15,11 +15,12 @@ import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
-
-import gymnasium as gym
+from typing import TYPE_CHECKING, Any
 
 from arlarena_baselines.bounds import Bounded, bounded
+
+if TYPE_CHECKING:  # gymnasium loads when an env is built, not with a training config
+    import gymnasium as gym
 
 __all__ = [
     "EnvFactory",
@@ -43,15 +44,20 @@ class EnvFactory(Bounded):
     """The env-stack settings, one value: how to build one env of the wrapper stack
     (``gymnasium.make`` + :class:`~wrappers.prompt.PromptWrapper`). An evaluation holds one
     (:class:`~arlarena_baselines.evaluation.config.EvalConfig`'s ``stack``), and so does
-    training (``rollout.stack``); picklable, so workers build their own.
+    training: :class:`~arlarena_baselines.trainer.config.RolloutConfig` is built on this class,
+    so these fields are its flat YAML keys (``rollout.history_length``, …), and
+    ``rollout.stack`` is their value. Picklable, so workers build their own.
 
     Attributes:
-        env: CLI name (``sokoban``) or full gymnasium id.
+        env: env CLI name (``sokoban``) or full gymnasium id (``ARLArena/Bandit-v0``).
         env_kwargs: keyword arguments for ``gymnasium.make``.
-        history_length, format_penalty, format_check, notice:
-            :class:`~wrappers.prompt.PromptWrapper`'s settings.
+        history_length: (observation, action) pairs shown in the prompt.
+        format_penalty: reward lost by a response failing the format check.
         template: a template name that replaces the env's own (e.g. ``sokoban_compact``, see
-            :mod:`~arlarena_baselines.rollout.templates`), or ``None``.
+            :mod:`~arlarena_baselines.rollout.templates`); ``None`` keeps the study's.
+        format_check: ``study`` (the study's per-env projection) or ``strict`` (ARLArena's
+            strict check); see :data:`wrappers.format.FORMAT_CHECKS`.
+        notice: tell the model when its previous response had no ``<action>`` block.
     """
 
     env: str = "sokoban"
@@ -63,6 +69,8 @@ class EnvFactory(Bounded):
     notice: bool = False
 
     def __call__(self) -> gym.Env:
+        import gymnasium as gym
+
         import arlarena_envs
         from arlarena_baselines.rollout import templates
         from wrappers.prompt import PromptWrapper
@@ -78,8 +86,8 @@ class EnvFactory(Bounded):
 
     @classmethod
     def of(cls, settings: Any) -> EnvFactory:
-        """The stack that ``settings`` spells out field by field under these fields' names
-        (a training config's flat ``rollout`` section, whose YAML keys they are)."""
+        """The stack that ``settings`` holds under these fields' names (a training config's
+        ``rollout`` section, a subclass: this value alone, picklable and comparable)."""
         return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
 

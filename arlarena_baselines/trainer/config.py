@@ -22,14 +22,12 @@ import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import yaml
 
 from arlarena_baselines.bounds import Bounded, bounded
-
-if TYPE_CHECKING:
-    from arlarena_baselines.rollout.envs import EnvFactory
+from arlarena_baselines.rollout.envs import EnvFactory
 
 __all__ = [
     "EvalConfig",
@@ -92,23 +90,21 @@ class ModelConfig(Bounded):
     task_vocab: bool = False
 
 
-@dataclass
-class RolloutConfig(Bounded):
-    """How training rollouts are collected.
+@dataclass(frozen=True)
+class RolloutConfig(EnvFactory):
+    """How training rollouts are collected: the env stack, then the rollouts' own settings.
+
+    The env-stack settings (``env``, ``env_kwargs``, ``history_length``, ``format_penalty``,
+    ``template``, ``format_check``, ``notice``) are :class:`EnvFactory`'s fields, documented
+    there and inherited, so they are declared once and stay flat YAML keys of this section
+    (``rollout.history_length``); :attr:`stack` is their value. Frozen, as its base must be
+    (the other sections are not; a config changes by ``replace``, as
+    :func:`config_from_dict` does).
 
     Attributes:
-        env: env CLI name (``sokoban``) or full id (``ARLArena/Bandit-v0``).
-        env_kwargs: keyword arguments for ``gymnasium.make``.
         reset_options: ``options`` for every training ``reset``, over the env's training split
             (:func:`~arlarena_envs.registration.env_splits`: Sokoban ``{split: train}``, which
             never shows a held-out level).
-        template: replace the env's prompt template (e.g. ``sokoban_compact``); ``null`` keeps
-            the study's template.
-        history_length: (observation, action) pairs shown in the prompt.
-        format_penalty: reward lost by a response failing the format check.
-        format_check: ``study`` (the study's per-env projection) or ``strict`` (ARLArena's
-            strict check); see :data:`wrappers.format.FORMAT_CHECKS`.
-        notice: tell the model when its previous response had no ``<action>`` block.
         max_turns: cut episodes after this many turns (``null``: the env's own limit).
         n_groups: tasks (env seeds) per training step; each is one group.
         group_size: rollouts per task (G), all on the task's seed.
@@ -141,14 +137,7 @@ class RolloutConfig(Bounded):
     """
 
     prefix: ClassVar[str] = "rollout."
-    env: str = "sokoban"
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
     reset_options: dict[str, Any] = field(default_factory=dict)
-    template: str | None = None
-    history_length: int = bounded(2, ge=0)
-    format_penalty: float = bounded(0.1, ge=0)
-    format_check: str = "study"
-    notice: bool = False
     max_turns: int | None = bounded(None, ge=1)
     n_groups: int = bounded(16, ge=1)
     group_size: int = bounded(8, ge=1)
@@ -168,8 +157,6 @@ class RolloutConfig(Bounded):
     def stack(self) -> EnvFactory:
         """The env-stack settings of this section (``env`` … ``notice``) as one value, the
         one an evaluation holds (:class:`~arlarena_baselines.rollout.envs.EnvFactory`)."""
-        from arlarena_baselines.rollout.envs import EnvFactory
-
         return EnvFactory.of(self)
 
 
