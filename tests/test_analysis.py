@@ -172,6 +172,24 @@ def test_without_a_browser_auto_falls_back_to_matplotlib(shop_file, tmp_path, mo
     assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_renderer_that_writes_no_file_falls_back_to_matplotlib(shop_file, tmp_path,
+                                                                 monkeypatch):
+    """kaleido's Chrome, under load, has ended a batch without writing every PNG and without an
+    error; the files are checked, and ``auto`` draws them with matplotlib instead."""
+    import plotly.io as pio
+
+    from arlarena_baselines.evaluation import read_records
+
+    monkeypatch.setattr(pio, "write_images", lambda *args, **kwargs: None)  # writes nothing
+    sankey = build_sankey(episode_flows(read_records(shop_file)))
+    paths = [tmp_path / "a.png", tmp_path / "b.png"]
+    with pytest.warns(UserWarning, match="no PNG written for"):
+        assert write_pngs([(sankey, p) for p in paths]) == "matplotlib"
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in paths)
+    with pytest.raises(RuntimeError, match="no PNG written"):
+        write_pngs([(sankey, tmp_path / "c.png")], "kaleido")
+
+
 def test_analyze_command_writes_graphs_and_counts(shop_file, alf_file, tmp_path, capsys):
     out = tmp_path / "analysis"
     assert main(["analyze", str(shop_file), f"react={alf_file}", "--out", str(out),

@@ -189,6 +189,10 @@ def write_pngs(items: Sequence[tuple[Sankey, str | Path]], backend: str = "auto"
                 [to_plotly(s) for s, _ in items], [Path(p) for _, p in items],
                 width=[_size(s)[0] for s, _ in items], height=[_size(s)[1] for s, _ in items],
             )
+            # Under load its Chrome can end a batch without writing every file, and say nothing.
+            unwritten = [str(p) for _, p in items if not _written(Path(p))]
+            if unwritten:
+                raise RuntimeError(f"no PNG written for {', '.join(unwritten)}")
             return "kaleido"
         except Exception as error:  # kaleido reports a missing Chrome in many ways
             if backend == "kaleido":
@@ -199,6 +203,15 @@ def write_pngs(items: Sequence[tuple[Sankey, str | Path]], backend: str = "auto"
     for sankey, path in items:
         _draw_matplotlib(sankey, Path(path))
     return "matplotlib"
+
+
+def _written(path: Path) -> bool:
+    """Whether ``path`` holds a PNG (its signature at least)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"\x89PNG"
+    except OSError:
+        return False
 
 
 def _layout(sankey: Sankey, gap: float) -> tuple[np.ndarray, np.ndarray, float]:
