@@ -223,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --resume and --overwrite exclude each other", file=sys.stderr)
         return 2
     top_k_given = args.top_k is not None
+    names = [a.strip() for a in args.agent.split(",") if a.strip()]
     try:
         tasks = _tasks(args)
         _fill_sampling(args, tasks["env"])
@@ -234,13 +235,12 @@ def run(args: argparse.Namespace) -> int:
         config = EvalConfig(stack, samples=args.samples, batch_size=args.batch_size,
                             env_workers=args.env_workers, **tasks)
         check_env_kwargs(stack.env, stack.env_kwargs)
-        for name in (a.strip() for a in args.agent.split(",") if a.strip()):
+        for name in names:
             check_agent_env(name, stack.env, stack.env_kwargs)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"tasks: {describe_tasks(config)}", file=sys.stderr)
-    names = [a.strip() for a in args.agent.split(",") if a.strip()]
     agents = [(name, lambda shared, name=name: make_agent(
         name, **_agent_options(name, args, {**shared, "prices": prices}, top_k_given)))
         for name in names]
