@@ -200,3 +200,11 @@ def test_a_bad_summary_is_a_one_line_error(summary, arena, tmp_path, capsys, mak
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()  # refused before anything is written
+
+
+def test_an_arena_refuses_a_bad_summary_before_it_trains(tmp_path, capsys):
+    out = tmp_path / "arena"
+    assert main(["arena", "--model", "tiny", "--env", "ARLArena/Bandit-v0", "--steps", "1",
+                 "--methods", "GRPO", "--out", str(out), "--no-progress",
+                 "--alfworld", str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err and not out.exists()
