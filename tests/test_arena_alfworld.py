@@ -119,8 +119,12 @@ def test_the_report_adds_the_section_and_its_folder_keeps_it(summary, arena, tmp
                              for t in ("1", "0")}
     assert {v for v, _ in verdicts.values()} == {"within noise"}
     assert (out / SUMMARY_FILE).read_bytes() == summary.read_bytes()
-    # The report's folder rebuilds it without the flag, from its copy.
+    # The report's folder rebuilds it without the flag, from its copy; so does a report of
+    # the runs rebuilt into that folder (make arena's --report runs/arena --out docs/arena).
     assert main(["arena", "--report", str(out)]) == 0
+    assert (out / "arena.md").read_text() == report
+    assert not (arena / SUMMARY_FILE).exists()
+    assert main(["arena", "--report", str(arena), "--out", str(out)]) == 0
     assert (out / "arena.md").read_text() == report
     capsys.readouterr()
 
