@@ -113,7 +113,7 @@ def test_the_report_adds_the_section_and_its_folder_keeps_it(summary, arena, tmp
         assert section[at:].startswith(f"### {split.upper()} (") and panel["tasks"] == 2
         assert f"`{panel['name']}`\n\n2 episodes (panel hash {panel['hash']})" in section
     # Every run the same untrained model: every difference is 0, every finding within noise.
-    assert section.count("| 1 | GiGPO | 2 | 0.000 ± 0.000 | +0.000 | 0 | 0 | 0 |") == 2
+    assert section.count("| 1 | GiGPO | 2 | 0.000 ± 0.000 | +0.000 | 0.000 | 0.000 | 0.000 |") == 2
     verdicts = _findings(summary)
     assert set(verdicts) == {(f, f"{s}, T = {t}") for f in "35" for s in ("OOD", "ID")
                              for t in ("1", "0")}
@@ -143,12 +143,12 @@ def test_the_table_shows_each_methods_numbers_from_the_summary(summary, tmp_path
     ood = lines[next(i for i, x in enumerate(lines) if x.startswith("### OOD")):]
     data = json.loads(path.read_text())["splits"]["ood"]["paired"]["1"]
     start = data["start"]["success"]
-    giggpo = data["methods"]["GiGPO"]
+    gigpo = data["methods"]["GiGPO"]
     # mean 0.5 ± 0.1 across seeds; Δ = 0.5 − start; SD 0.141, SE 0.1; paired SE 0 (same runs).
-    assert giggpo["seeds"] == 2 and giggpo["seed_sd"] == pytest.approx(0.2 / 2**0.5)
+    assert gigpo["seeds"] == 2 and gigpo["seed_sd"] == pytest.approx(0.2 / 2**0.5)
     row = next(x for x in ood if x.startswith("| 1 | GiGPO |"))
-    assert row == (f"| 1 | GiGPO | 2 | 0.500 ± 0.100 | {0.5 - start:+.3f} | 0.1 | 0.14 | 0 | "
-                   f"0: {0.4 - start:+.3f}, 1: {0.6 - start:+.3f} |")
+    assert row == (f"| 1 | GiGPO | 2 | 0.500 ± 0.100 | {0.5 - start:+.3f} | 0.100 | 0.141 | "
+                   f"0.000 | 0: {0.4 - start:+.3f}, 1: {0.6 - start:+.3f} |")
     assert next(x for x in ood if x.startswith("| 1 | start (BC) |")).startswith(
         f"| 1 | start (BC) | – | {start:.3f} ± {data['start']['se']:.3f} |")
 

@@ -18,7 +18,6 @@ Sokoban arena pairs them) and its standard error is the one across seeds.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Any
 
 from arlarena_baselines.arena.findings import judge
 from arlarena_baselines.arena.stats import Z, mean_se
-from arlarena_baselines.arena.tables import num, pm, signed, table
+from arlarena_baselines.arena.tables import pm, table
 
 __all__ = ["FINDINGS", "SUMMARY_FILE", "MethodRuns", "View", "alfworld_section", "read_summary"]
 
@@ -140,8 +139,8 @@ def _methods_table(views: list[View]) -> list[str]:
         rows.append([t, "start (BC)", "–", pm(view.start), "–", "–", "–", "–", "–"])
         for m, runs in view.methods.items():
             a = runs.across
-            rows.append([t, m, str(a["seeds"]), pm(runs.success), signed((a["diff"], math.nan)),
-                         num(a["seed_se"], 2), num(a["seed_sd"], 2), num(a["paired_se"], 2),
+            rows.append([t, m, str(a["seeds"]), pm(runs.success), f"{a['diff']:+.3f}",
+                         *(f"{a[k]:.3f}" for k in ("seed_se", "seed_sd", "paired_se")),
                          _per_seed(runs)])
     return table(["T", "method", "seeds", "held-out success", "paired Δ vs start (mean)",
                   "SE across seeds", "SD across seeds", "mean paired SE", "Δ per seed"], rows)
