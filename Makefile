@@ -107,9 +107,15 @@ learn-alfworld: $(VENV)/.installed-run
 # `make learn-alfworld` on its recipe (configs/recipe/alfworld-rl.yaml; GiGPO's step groups
 # without std normalisation too, as its episode groups; 2 runs at once),
 # then all nine final models and the start on the held-out games of both eval splits, paired
-# with the start (scripts/alfworld_compare.py), into $(ALF_ARENA_DOCS). Resumable: run it
-# again after an interruption.
+# with the start (scripts/alfworld_compare.py), into $(ALF_ARENA_DOCS); then the ALFWorld
+# section of the arena report in $(ALF_ARENA_REPORT) (`arlarena arena --report DIR --alfworld
+# SUMMARY`): the study's-regime arena's once it is committed (docs/arena-offpolicy), else the
+# committed arena's (docs/arena). That folder keeps a copy of the summary, so its later reports
+# (`make arena`, `make arena-offpolicy`) keep the section. Resumable: run it again after an
+# interruption.
 ALF_ARENA_DOCS ?= docs/learn-alfworld/arena
+ALF_ARENA_REPORT ?= $(patsubst %/arena.md,%,$(firstword \
+	$(wildcard docs/arena-offpolicy/arena.md docs/arena/arena.md)))
 ALF_ARENA := $(ALF_RUNS)/alfworld-arena
 ALF_ARENA_NAMES := $(foreach m,GRPO GiGPO SAMPO,$(foreach s,0 1 2,$(m)/seed$(s)))
 ALF_ARENA_RUNS := $(foreach n,$(ALF_ARENA_NAMES),$(ALF_ARENA)/$(subst /,/base/,$(n))/final)
@@ -124,6 +130,7 @@ arena-alfworld: $(VENV)/.installed-run
 	$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final --rl $(ALF_ARENA_RUNS) \
 		--labels $(subst $(ALF_SPACE),$(ALF_COMMA),$(ALF_ARENA_NAMES)) \
 		--out $(ALF_RUNS)/alfworld-arena-compare --resume --docs $(ALF_ARENA_DOCS)
+	$(VENV)/bin/arlarena arena --report $(ALF_ARENA_REPORT) --alfworld $(ALF_ARENA_DOCS)/summary.json
 
 # `make arena`: the committed arena (docs/arena/) on the learning recipe
 # (configs/recipe/sokoban-arena.yaml): behaviour cloning as in `make learn`; then every method

@@ -21,6 +21,7 @@ per-method grid search; the stress grid) and figures.
 - :mod:`.figure3`: the study's Figure 3 quantities (each method's own band, the KL shares);
 - :mod:`.tables`: number and markdown-table formatting;
 - :mod:`.report`: the tables (markdown, CSV), :func:`write_report`;
+- :mod:`.alfworld`: the report's ALFWorld section, from ``make arena-alfworld``'s comparison;
 - :mod:`.figures`: success curves, the diagnostics panel, the 8-group KL shares, the stress
   grid.
 

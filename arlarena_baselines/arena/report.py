@@ -17,7 +17,9 @@ are loaded and grouped by :mod:`.results`. The tables:
 - grid: every configuration tried per method, the selected one marked;
 - stress grid (:mod:`.stress`): per method and cell, the collapses, the steps at which
   held-out success and the valid-format ratio fell, the peak KL to π_old and gradient norm,
-  and the out-of-band token fractions by advantage sign; its figure.
+  and the out-of-band token fractions by advantage sign; its figure;
+- ALFWorld (:mod:`.alfworld`), when the report is given the ALFWorld comparison's summary
+  (``alfworld``) or its folder keeps a copy of one (:data:`~.alfworld.SUMMARY_FILE`).
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ import importlib.util
 import math
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from arlarena_baselines.algos import metric_names as mn
+from arlarena_baselines.arena.alfworld import SUMMARY_FILE, alfworld_section, read_summary
 from arlarena_baselines.arena.equivalence import equivalence_section
 from arlarena_baselines.arena.figure3 import figure3_section, kl_shares_logged, own_band_keys
 from arlarena_baselines.arena.figures import (
@@ -266,9 +269,12 @@ def _findings(configs: list[ConfigResult], views: list[float | None],
 
 
 def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURES,
-                    temperatures: Iterable[float] = (), final_levels: int = 0) -> str:
+                    temperatures: Iterable[float] = (), final_levels: int = 0,
+                    alfworld: Sequence[str] = ()) -> str:
     """The report's markdown: settings, the tables, the figures. ``temperatures``: those of
-    the runs' final evaluations (none: the tables read the last held-out evaluation)."""
+    the runs' final evaluations (none: the tables read the last held-out evaluation);
+    ``alfworld``: the ALFWorld section's lines (:func:`~.alfworld.alfworld_section`), after
+    the findings."""
     views: list[float | None] = list(temperatures) or [None]
     figures = list(figures)
     config = _base_config(configs)
@@ -276,6 +282,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
     for k, view in enumerate(views):
         lines += _methods(_view(configs, view), view, final_levels, config, k == 0)
     lines += _findings(configs, views, final_levels)
+    lines += alfworld
     lines += equivalence_section(configs)
     lines += stability_section(configs, _curve_name(config))
     lines += figure3_section(configs, KL_FIGURE if KL_FIGURE in figures else None)
@@ -410,12 +417,26 @@ def _copy_runs(runs: list[RunResult], root: Path, out: Path) -> None:
                 atomic_write_gzip(target / f"{log}.gz", (run.folder / log).read_bytes())
 
 
-def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
+def alfworld_summary(root: Path, out: Path, given: str | Path | None) -> Path | None:
+    """The ALFWorld comparison's summary a report reads: ``given``, else the copy ``root``
+    keeps, else the one ``out`` keeps (a report rebuilt into its folder keeps its ALFWorld
+    section), else ``None`` (no section)."""
+    if given is not None:
+        return Path(given)
+    return next((p for p in (root / SUMMARY_FILE, out / SUMMARY_FILE) if p.is_file()), None)
+
+
+def write_report(root: str | Path, out: str | Path | None = None,
+                 alfworld: str | Path | None = None) -> list[Path]:
     """Write ``arena.md``, ``arena.csv`` and the figures for the runs under ``root`` into
-    ``out`` (default ``root``); a different ``out`` also gets the runs' small files. Return
-    the written paths."""
+    ``out`` (default ``root``); a different ``out`` also gets the runs' small files. With
+    ``alfworld`` (the ALFWorld comparison's ``summary.json``), or a copy of it kept in
+    ``root`` or ``out`` (:func:`alfworld_summary`), the report has its ALFWorld section and
+    ``out`` keeps the copy. Return the written paths."""
     root = Path(root)
     out = Path(out) if out is not None else root
+    summary = alfworld_summary(root, out, alfworld)
+    section = alfworld_section(read_summary(summary)) if summary is not None else []
     runs = load_runs(root)
     if not runs:
         raise ValueError(f"{root} holds no finished arena run ({RECORD_FILE})")
@@ -445,5 +466,10 @@ def write_report(root: str | Path, out: str | Path | None = None) -> list[Path]:
             figures.append(plot_stress(cells, out / STRESS_FIGURE))
     markdown = out / "arena.md"
     markdown.write_text(report_markdown(configs, [f.name for f in figures], temperatures,
-                                        final_levels), encoding="utf-8")
-    return [markdown, write_csv(configs, out / "arena.csv", temperatures), *figures]
+                                        final_levels, section), encoding="utf-8")
+    kept = []
+    if summary is not None:
+        kept = [out / SUMMARY_FILE]
+        if summary.resolve() != kept[0].resolve():
+            shutil.copyfile(summary, kept[0])
+    return [markdown, write_csv(configs, out / "arena.csv", temperatures), *figures, *kept]

@@ -9,7 +9,9 @@ held-out levels at each of them. Finished runs are skipped and interrupted ones 
 ``--from DIR`` first copies in the finished runs a report folder holds (an arena made in
 sittings goes on from its committed report, e.g. ``docs/arena``). It ends by writing the
 report, which ``arlarena arena --report OUT [--out DIR]`` rebuilds (into DIR
-with the runs' small files, e.g. for ``docs/arena``).
+with the runs' small files, e.g. for ``docs/arena``). ``--alfworld SUMMARY`` adds the ALFWorld
+section (the ``summary.json`` of ``make arena-alfworld``'s comparison); the report's folder
+keeps a copy, so its later reports keep the section.
 
 The base config comes, in increasing precedence, from ``--config``, the arena's defaults
 (``run.tensorboard=false``, ``run.keep_checkpoints=1``), the shortcut flags and ``--set``.
@@ -51,6 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None,
                    help="arena folder (default runs/arena); with --report, the report's folder "
                    "(default ARENA_DIR; another folder also gets the runs' metrics)")
+    p.add_argument("--alfworld", metavar="SUMMARY", default=None,
+                   help="add the ALFWorld section: the summary.json of make arena-alfworld's "
+                   "comparison (e.g. docs/learn-alfworld/arena/summary.json); the report's "
+                   "folder keeps a copy, so later reports of that folder keep the section")
     train = p.add_argument_group("training")
     train.add_argument("--config", default=None, help="base YAML config (e.g. configs/recipe/"
                        "sokoban-rl.yaml)")
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.report is not None:
-            code, paths = 0, write_report(args.report, args.out)
+            code, paths = 0, write_report(args.report, args.out, args.alfworld)
         else:
             code, paths = _train(args)
     except (KeyError, TypeError, ValueError, FileNotFoundError, ArenaBusyError) as err:
@@ -168,11 +174,14 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     """Plan the runs and make them (or list them with ``--dry-run``); return the exit code and
     the report's files. A bad setting raises before anything runs."""
     from arlarena_baselines.algos import METHODS
+    from arlarena_baselines.arena.alfworld import read_summary
     from arlarena_baselines.arena.plan import ArenaPlan, parse_grid, plan_runs
     from arlarena_baselines.arena.report import write_report
     from arlarena_baselines.arena.runner import run_arena
 
     out = args.out or "runs/arena"
+    if args.alfworld is not None:  # a bad file is refused before hours of training
+        read_summary(args.alfworld)
     base = base_config(args)
     methods = args.methods.split(",") if args.methods else list(METHODS)
     methods = [] if methods == ["none"] else methods
@@ -192,7 +201,7 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
                          restore_from=args.restore_from)
     for spec, error in failures:
         print(f"failed: {spec.label()}: {error}", file=sys.stderr)
-    paths = write_report(out) if len(failures) < len(runs) else []
+    paths = write_report(out, alfworld=args.alfworld) if len(failures) < len(runs) else []
     return (1 if failures else 0), paths
 
 
