@@ -30,6 +30,8 @@ from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.models import load_policy
 from wrappers.agents import make_agent
 from wrappers.agents.base import Agent, AgentReply
+from wrappers.agents.scripted import planned_response
+from wrappers.format import parse_response
 
 SOKOBAN = EnvFactory("sokoban", history_length=1)
 
@@ -243,3 +245,25 @@ def test_a_turn_without_a_format_verdict_counts_valid_for_every_consumer():
     pool.close()
     assert [(e.turns, e.valid_turns) for e in finished] == [(2, 2), (2, 2)]
     assert [s.valid for s in samples.rollout.samples] == [True] * 4
+
+
+def test_a_noisy_experts_replies_name_the_plan_it_left():
+    """Every reply of a noisy expert gives back its plan's move through ``planned_response``,
+    also on the turns where it moved at random (read from the env before each move)."""
+    agent, plans = make_agent("expert", epsilon=0.5), {}
+
+    class Recorder(AgentResponder):
+        def respond(self, requests, seed):
+            plans.update({(r.episode_id, r.turn): r.env.unwrapped.expert_action()
+                          for r in requests})
+            return super().respond(requests, seed)
+
+    with InProcessEnvPool(SOKOBAN, 6) as pool:
+        rollout = collect(pool, Recorder(agent), [Task(f"g{i}", i) for i in range(6)], 1,
+                          max_turns=6)
+    replies = [s.response for s in rollout.samples]
+    plan = [plans[s.traj_id, s.step] for s in rollout.samples]
+    assert len(plan) == len(plans)
+    taken = [parse_response(r).action for r in replies]
+    planned = [parse_response(planned_response(r)).action for r in replies]
+    assert planned == plan and taken != plan  # the noise moved off the plan, the label did not

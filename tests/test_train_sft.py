@@ -120,3 +120,24 @@ def test_responses_can_be_rewritten_from_their_actions(tmp_path):
     trainer = SFTTrainer(config)
     trainer.close()
     assert [r for _, r in trainer.pairs] == ["<think>blue</think><action>blue</action>"] * 2
+
+
+@pytest.mark.parametrize("plan_labels", [False, True])
+def test_plan_labels_clone_a_noisy_experts_plan_not_its_random_moves(tmp_path, plan_labels):
+    path = tmp_path / "eval.jsonl"
+    evaluate(EvalConfig(EnvFactory("ARLArena/Bandit-v0"), episodes=12),
+             make_agent("expert", epsilon=1.0), path, progress=False)
+    taken = [r["parsed_action"] for r in map(json.loads, path.read_text().splitlines())
+             if r.get("type") == "turn"]
+    assert "blue" in taken and set(taken) - {"blue"}  # the noise both hit and missed the plan
+    config = load_config(None, [
+        "model.name=tiny", "rollout.env=ARLArena/Bandit-v0", f"sft.data={path}",
+        "sft.min_score=0", f"sft.plan_labels={str(plan_labels).lower()}",
+        "sft.response_template=<action>{action}</action>",
+        "run.progress=false", "run.tensorboard=false", f"run.out={tmp_path / 'run'}",
+    ])
+    trainer = SFTTrainer(config)
+    trainer.close()
+    cloned = [r for _, r in trainer.pairs]
+    assert cloned == (["<action>blue</action>"] * 12 if plan_labels
+                      else [f"<action>{a}</action>" for a in taken])

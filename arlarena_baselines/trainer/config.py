@@ -206,6 +206,9 @@ class SFTConfig(Bounded):
         response_template: rewrite every cloned response as this template of its action
             (``{action}``), e.g. ``<think>{action}</think><action>{action}</action>``: shorter
             responses for small CPU runs (``null`` keeps the agent's own words).
+        plan_labels: clone a noisy expert's plan at every turn, not the random moves it took
+            (:func:`~wrappers.agents.scripted.planned_response`): noise in the states the
+            demonstrations visit, not in their labels (DART).
         epochs, batch_size, lr, weight_decay, warmup_ratio, grad_clip: the optimisation (AdamW,
             linear warm-up then cosine decay); the loss is the mean cross-entropy of the
             response tokens only.
@@ -220,6 +223,7 @@ class SFTConfig(Bounded):
     seed: int = bounded(500_000, ge=0)
     min_score: float = 1.0
     response_template: str | None = None
+    plan_labels: bool = False
     epochs: int = bounded(3, ge=1)
     batch_size: int = bounded(16, ge=1)
     lr: float = bounded(1e-4, gt=0)

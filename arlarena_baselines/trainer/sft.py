@@ -45,6 +45,7 @@ from arlarena_baselines.trainer.runs import TorchThreads, prepare_run_dir, seed_
 from arlarena_baselines.trainer.tracking import MetricsLogger
 from wrappers.agents import check_agent_env, make_agent
 from wrappers.agents.chat import ChatFormat
+from wrappers.agents.scripted import planned_response
 from wrappers.format import parse_response
 
 __all__ = ["SFTTrainer", "collect_demonstrations", "load_demonstrations", "train_sft"]
@@ -196,6 +197,8 @@ class SFTTrainer:
         if s.data is None and not (resume and path.exists()):
             collect_demonstrations(self.config, path, progress=self.config.run.progress)
         pairs = load_demonstrations(path, s.min_score)
+        if s.plan_labels:
+            pairs = [(p, planned_response(r)) for p, r in pairs]
         if s.response_template is None:
             return pairs
         return [(p, s.response_template.format(action=parse_response(r).action)) for p, r in pairs]

@@ -5,6 +5,7 @@ Both answer in the strict format, so the expert's trajectories are valid behavio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,11 @@ from arlarena_envs.base import TextEnv
 from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
 from wrappers.format import format_response
 
-__all__ = ["ExpertAgent", "RandomAgent"]
+__all__ = ["ExpertAgent", "RandomAgent", "planned_response"]
+
+_PLAN = "Following the shortest known plan, the next step is '{action}'."
+_DEVIATION = " A random move instead."
+_OFF_PLAN = re.compile(r"the next step is '(.+?)'\. A random move instead\.")
 
 
 @register_agent("random")
@@ -72,7 +77,7 @@ class ExpertAgent(Agent):
             if type(unwrapped).expert_action is TextEnv.expert_action:
                 name = request.env.spec.id if request.env.spec else type(request.env).__name__
                 raise ValueError(f"{name} has no expert")
-            action = unwrapped.expert_action()
+            plan = action = unwrapped.expert_action()
             actions = list(request.info.get("admissible_actions") or [])
             if self.epsilon and actions:
                 # A random move with probability epsilon, or where no plan is left.
@@ -84,6 +89,30 @@ class ExpertAgent(Agent):
             if action is None:
                 raise ValueError(f"the expert has no move and no admissible action to take: "
                                  f"{request.info.get('task', '')!r}")
-            think = f"Following the shortest known plan, the next step is '{action}'."
+            if plan is None:
+                think = "No plan is left: a random move."
+            else:  # a move off the plan says so, and still names the plan's step
+                think = _PLAN.format(action=plan) + ("" if action == plan else _DEVIATION)
             responses.append(format_response(think, action))
         return responses
+
+
+def planned_response(response: str) -> str:
+    """The reply the expert's plan named, for a reply of :class:`ExpertAgent`: a noisy
+    expert's random move becomes the plan's step its thinking names; a reply on the plan, or
+    one without a plan, is returned as it is.
+
+    Cloning these (``sft.plan_labels``) puts the noise in the states the demonstrations visit,
+    not in the labels (DART): the student sees the expert recover from off-plan states without
+    learning to make random moves itself.
+
+    >>> off = format_response(_PLAN.format(action="go to desk 1") + _DEVIATION, "look")
+    >>> planned_response(off) == format_response(_PLAN.format(action="go to desk 1"),
+    ...                                          "go to desk 1")
+    True
+    """
+    match = _OFF_PLAN.search(response)
+    if match is None:
+        return response
+    plan = match.group(1)
+    return format_response(_PLAN.format(action=plan), plan)
