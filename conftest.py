@@ -1,5 +1,5 @@
-"""pytest's root configuration: the skip policy (``tests/skip_policy.py``) for every run, and one
-torch / OpenMP thread per pytest-xdist worker."""
+"""pytest's root configuration: the skip policy (``tests/skip_policy.py``) for every run, one
+torch / OpenMP thread per pytest-xdist worker, and the long test modules first."""
 
 import os
 import sys
@@ -8,14 +8,48 @@ pytest_plugins = ["tests.skip_policy"]
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
+LONG_MODULES = (  # seconds of one worker's time in `make test` (2026-12-05), longest first
+    "tests/test_train_methods.py",  # 112
+    "tests/test_tir_sandbox.py",  # 102
+    "tests/test_rollout_vllm.py",  # 55
+    "tests/test_arena.py",  # 41
+    "tests/test_panels.py",  # 40
+    "tests/test_demo.py",  # 39
+    "tests/test_alfworld_native.py",  # 34
+    "tests/test_agents_hf.py",  # 31
+    "tests/test_vllm_serve.py",  # 30
+    "tests/test_openrlhf_vllm.py",  # 28
+    "tests/test_train_resume.py",  # 27
+    "tests/test_trl.py",  # 24
+    "tests/test_agents_vllm.py",  # 22
+    "tests/test_agents_openai.py",  # 15
+    "tests/test_episode_fixtures.py",  # 14
+    "tests/test_openrlhf_plugin.py",  # 13
+    "tests/test_tir_env.py",  # 12
+    "tests/test_packaging.py",  # 12
+)
+"""Modules of 12 s or more, run first: pytest-xdist's ``loadscope`` hands whole modules out in
+the order collected (its own reordering by test count, which put the one-test modules of 30 s
+last, is turned off), so the long ones overlap and the short ones even out the end. A module
+missing here only runs later; nothing depends on the order."""
+
 
 def pytest_configure(config) -> None:
-    """In an xdist worker (``make test`` runs two, one per core), torch gets one thread unless
+    """Turn off xdist's reordering of modules by test count (:data:`LONG_MODULES`). In an xdist
+    worker (``make test`` runs two, one per core), torch gets one thread unless
     the environment names a count: two workers of two threads each on two cores spin and wait
     for each other (see ``arlarena_baselines.trainer.runs.auto_threads``)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     if not hasattr(config, "workerinput"):
         return
     for name in THREAD_VARS:
         os.environ.setdefault(name, "1")
     if "torch" in sys.modules:  # imported before this hook: the variables come too late
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The modules of :data:`LONG_MODULES` first, in its order; the rest after, as collected."""
+    rank = {path: i for i, path in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))

@@ -38,6 +38,18 @@ def _spawn(server: ChatServer, out: Path, *extra: str) -> subprocess.Popen:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.fixture(autouse=True)
+def _sigint_reaches_the_runs():
+    """The spawned runs take SIGINT as Ctrl-C even when pytest was started with SIGINT ignored
+    (``nohup ... &``): an ignored signal stays ignored across ``exec``, a handled one does not."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
     end = time.monotonic() + timeout
     while not condition():
@@ -117,6 +129,7 @@ def test_a_second_writer_of_a_results_file_stops_at_once_with_one_line(tmp_path,
                if not line.startswith("tasks: ")]
         assert len(err) == 1 and "is being written by another evaluation" in err[0], err
         assert "Bearer second" not in server.keys  # the second sent nothing
+        server.delay = 0  # the first writer held the file while it was refused: let it finish
         _, first_err = first.communicate(timeout=300)
         assert first.returncode == 0, first_err
         (path,) = tmp_path.glob("*.jsonl")

@@ -25,6 +25,9 @@ Reply = Callable[[list[dict[str, Any]], dict[str, Any]], "str | tuple[str, dict[
 """The text of an answer, from the request's messages and its whole body; with its token
 counts (``prompt_tokens``, ``completion_tokens``) where the replier knows them."""
 
+POLL_S = 0.05
+"""How often the serving loop checks for ``shutdown()`` (the stdlib's default: 0.5 s)."""
+
 
 def request_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     """A chat request's messages; a text completion's prompt as one user message."""
@@ -97,7 +100,10 @@ class AgentServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # serve_forever notices shutdown() only at its next poll: a stop cost up to 0.5 s
+        # (some 20 s over the tests' servers), now up to POLL_S
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL_S,),
+                                       daemon=True)
 
     def answer(
         self, body: dict[str, Any], number: int
