@@ -12,6 +12,7 @@ LONG_MODULES = (  # seconds of one worker's time in `make test` (2026-12-05), lo
     "tests/test_train_methods.py",  # 112
     "tests/test_tir_sandbox.py",  # 102
     "tests/test_rollout_vllm.py",  # 55
+    "tests/test_arena_alfworld.py",  # ~45 (its first runs, at nice 10 beside two jobs)
     "tests/test_arena.py",  # 41
     "tests/test_panels.py",  # 40
     "tests/test_demo.py",  # 39
