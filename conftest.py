@@ -1,8 +1,11 @@
 """pytest's root configuration: the skip policy (``tests/skip_policy.py``) for every run, one
-torch / OpenMP thread per pytest-xdist worker, and the long test modules first."""
+torch / OpenMP thread per pytest-xdist worker, the long test modules first, and torch
+inductor's cache kept apart per ``ATEN_CPU_CAPABILITY``."""
 
+import getpass
 import os
 import sys
+import tempfile
 
 pytest_plugins = ["tests.skip_policy"]
 
@@ -42,6 +45,13 @@ def pytest_configure(config) -> None:
     for each other (see ``arlarena_baselines.trainer.runs.auto_threads``)."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    capability = os.environ.get("ATEN_CPU_CAPABILITY")
+    if capability:
+        # Inductor's graph cache (vLLM's CPU engine compiles with it) does not key on the
+        # capability: a kernel cached vectorised by an earlier run is rebuilt without the vector
+        # headers, and g++ fails ("'at::vec' has not been declared"). One cache per capability.
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
+            tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}_{capability}"))
     if not hasattr(config, "workerinput"):
         return
     for name in THREAD_VARS:
