@@ -19,7 +19,8 @@ __all__ = ["ExpertAgent", "RandomAgent", "planned_response"]
 
 _PLAN = "Following the shortest known plan, the next step is '{action}'."
 _DEVIATION = " A random move instead."
-_OFF_PLAN = re.compile(r"the next step is '(.+?)'\. A random move instead\.")
+_OFF_PLAN = re.compile(  # the two sentences above, the plan's step captured
+    re.escape(_PLAN + _DEVIATION).replace(re.escape("{action}"), "(.+?)"))
 
 
 @register_agent("random")
