@@ -21,7 +21,7 @@ import numpy as np
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.trainer.plots import (
-    metric_series,
+    plot_curves,
     plot_kl_share_bars,
     pyplot,
     save_figure,
@@ -56,43 +56,15 @@ def mean_records(runs: Sequence[Records]) -> Records:
             for step, slot in sorted(by_step.items())]
 
 
-def _lines(curves: Mapping[str, Records], panels: Sequence[tuple[str, str]], title: str,
-           path: Path, cols: int) -> Path:
-    """One panel per (title, key), one line per entry of ``curves``."""
-    plt = pyplot()
-    rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
-    colours = plt.get_cmap("tab20")
-    for ax, (name, key) in zip(axes.flat, panels, strict=False):
-        for i, (label, records) in enumerate(curves.items()):
-            steps, values = metric_series(records, key)
-            if steps:  # tab20's dark shades first, then the light ones; dashes from the 11th
-                ax.plot(steps, values, color=colours((2 * i) % 20 + (2 * i // 20) % 2),
-                        ls="-" if i < 10 else "--", lw=1.3, label=label,
-                        marker="o" if len(steps) < 12 else None, ms=3)
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if not ax.lines:
-            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if not handles:
-        handles, labels = axes.flat[-1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    return save_figure(fig, path, title)
-
-
 def plot_success(curves: Mapping[str, Records], path: Path) -> Path:
     """Held-out and training success of every entry of ``curves`` (label → records)."""
-    return _lines(curves, SUCCESS_PANELS, "success (mean over seeds)", path, cols=2)
+    return plot_curves(curves, SUCCESS_PANELS, path, "success (mean over seeds)")
 
 
 def plot_diagnostics(curves: Mapping[str, Records], path: Path) -> Path:
     """The stability diagnostics of every entry of ``curves``, one panel per metric."""
-    return _lines(curves, DIAGNOSTIC_PANELS, "stability diagnostics (mean over seeds)", path,
-                  cols=3)
+    return plot_curves(curves, DIAGNOSTIC_PANELS, path, "stability diagnostics (mean over seeds)",
+                       cols=3)
 
 
 def plot_kl_shares(panels: Mapping[str, Records | None], path: Path, cols: int = 2) -> Path:

@@ -1,7 +1,8 @@
 """Training curves and the stability-diagnostics panel of a run, drawn to PNG.
 
 Holds :func:`metric_series` (one metric's steps and values in a run), :func:`plot_kl_share_bars`
-(the KL-share panel, also drawn by the arena's report), :func:`plot_runs` (several runs'
+(the KL-share panel, also drawn by the arena's report), :func:`plot_curves` (one line
+per run or method on each panel, the arena's figures too), :func:`plot_runs` (several runs'
 success and valid format on one figure, the evaluation's points with their binomial SE) and
 :func:`plot_run`, which reads
 ``RUN/metrics.jsonl`` and writes, per phase found: ``plots/<phase>_curves.png`` (success and
@@ -14,14 +15,14 @@ masked sequences, and the KL-to-ref shares of the 8 token groups). Needs matplot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.trainer.tracking import read_metrics
 
-__all__ = ["metric_series", "plot_kl_share_bars", "plot_run", "plot_runs", "pyplot",
+__all__ = ["metric_series", "plot_curves", "plot_kl_share_bars", "plot_run", "plot_runs", "pyplot",
            "save_figure"]
 
 # (title, [(metric key, label)]) per panel.
@@ -170,34 +171,61 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
     return written
 
 
+def plot_curves(curves: Mapping[str, list[dict[str, Any]]], panels: Sequence[tuple[str, str]],
+                path: str | Path, title: str | None = None, cols: int = 2,
+                error_bars: Collection[str] = ()) -> Path:
+    """One panel per (title, metric key) of ``panels``, one line per entry of ``curves`` (label →
+    a run's records), the legend beside the panels. A key of ``error_bars`` is an evaluation's
+    rate: its points carry their binomial SE (√(p(1-p)/n), n the evaluation's episodes), so two
+    runs can be told apart from evaluation noise."""
+    plt = pyplot()
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
+    colours = plt.get_cmap("tab20")
+    episodes_key = mn.eval_key(mn.EPISODES)
+    for ax, (name, key) in zip(axes.flat, panels, strict=False):
+        for i, (label, records) in enumerate(curves.items()):
+            steps, values = metric_series(records, key)
+            if not steps:
+                continue
+            # tab20's dark shades first, then the light ones; dashes from the 11th line
+            style = dict(color=colours((2 * i) % 20 + (2 * i // 20) % 2),
+                         ls="-" if i < 10 else "--", lw=1.3, label=label,
+                         marker="o" if len(steps) < 12 else None, ms=3)
+            if key in error_bars:
+                n = [r[episodes_key] for r in records if r.get(key) is not None]
+                se = [(v * (1 - v) / max(k, 1)) ** 0.5 for v, k in zip(values, n, strict=True)]
+                ax.errorbar(steps, values, yerr=se, capsize=2, **style)
+            else:
+                ax.plot(steps, values, **style)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if not ax.lines:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if not handles:
+        handles, labels = axes.flat[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    return save_figure(fig, path, title)
+
+
 def plot_runs(run_dirs: Sequence[str | Path], path: str | Path,
               labels: Sequence[str] | None = None) -> Path:
     """Several RL runs on one figure (:data:`_COMPARE`): a line per run, labelled by its
-    folder's name or ``labels``; evaluation success carries its binomial SE (√(p(1-p)/n), n the
-    evaluation's episodes), so two runs' curves can be told apart from evaluation noise."""
-    plt = pyplot()
+    folder's name or ``labels``; evaluation success carries its binomial SE."""
     dirs = [Path(d) for d in run_dirs]
     labels = list(labels) if labels is not None else [d.name for d in dirs]
     if len(labels) != len(dirs):
         raise ValueError(f"{len(labels)} labels for {len(dirs)} runs")
-    runs = []
-    for d in dirs:
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"labels must differ: {labels}")
+    curves = {}
+    for d, label in zip(dirs, labels, strict=True):
         records = [r for r in read_metrics(d) if r.get("phase") == "rl"]
         if not records:
             raise ValueError(f"{d} has no RL metrics to plot")
-        runs.append(records)
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), squeeze=False)
-    episodes_key = mn.eval_key(mn.EPISODES)
-    for ax, (title, key) in zip(axes.flat, _COMPARE, strict=True):
-        for records, label in zip(runs, labels, strict=True):
-            steps, values = metric_series(records, key)
-            if not steps:
-                continue
-            if key == mn.eval_key(mn.SUCCESS_RATE):
-                n = [r[episodes_key] for r in records if r.get(key) is not None]
-                se = [(p * (1 - p) / max(k, 1)) ** 0.5 for p, k in zip(values, n, strict=True)]
-                ax.errorbar(steps, values, yerr=se, marker="o", ms=3, capsize=2, label=label)
-            else:
-                _line(ax, steps, values, label)
-        _dress(ax, title)
-    return save_figure(fig, path)
+        curves[label] = records
+    return plot_curves(curves, _COMPARE, path, error_bars={mn.eval_key(mn.SUCCESS_RATE)})

@@ -48,17 +48,17 @@ def task_vocabulary(config: TrainConfig, tokenizer: Any, levels: int = 256) -> T
     r, template = config.rollout, config.sft.response_template
     chat = ChatFormat(tokenizer, dict(config.model.chat_template_kwargs))
     rows: list[list[int]] = [chat.response_ids(_FORMAT_TAGS)]
-    players = {"expert": AgentResponder(make_agent("expert", seed=config.run.seed)),
-               "random": AgentResponder(make_agent("random", seed=config.run.seed)),
-               "unparsable": _Unparsable()}
-    for agent, responder in players.items():
+    # (responder, turns a task, whether its responses join the vocabulary)
+    players = [(AgentResponder(make_agent("expert", seed=config.run.seed)), r.max_turns, True),
+               (AgentResponder(make_agent("random", seed=config.run.seed)), r.max_turns, True),
+               (_Unparsable(), UNPARSABLE_TURNS, False)]
+    for responder, max_turns, keep_responses in players:
         tasks = [Task(f"vocab{i}", r.seed + i) for i in range(levels)]
-        max_turns = UNPARSABLE_TURNS if agent == "unparsable" else r.max_turns
         with InProcessEnvPool(env_factory(config), min(levels, 64)) as pool:
             rollout = collect(pool, responder, tasks, 1, max_turns=max_turns,
                               reset_options=training_options(config) or None, seed=config.run.seed)
         rows += [chat.prompt_ids(p) for p in sorted({s.prompt for s in rollout.samples})]
-        if agent == "unparsable":
+        if not keep_responses:
             continue
         if template is None:
             responses = {s.response for s in rollout.samples}
