@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from itertools import pairwise
 
 import pytest
 import torch
@@ -141,3 +142,41 @@ def test_plan_labels_clone_a_noisy_experts_plan_not_its_random_moves(tmp_path, p
     cloned = [r for _, r in trainer.pairs]
     assert cloned == (["<action>blue</action>"] * 12 if plan_labels
                       else [f"<action>{a}</action>" for a in taken])
+
+
+def test_a_noisy_experts_rejected_moves_show_the_envs_reply_and_clone_as_its_plan(tmp_path):
+    compact = "ARLArena/ALFWorld-Compact-v0"
+    factory = EnvFactory(compact, {"cache_dir": str(tmp_path / "games")}, history_length=0,
+                         template="alfworld_compact")
+    path = tmp_path / "eval.jsonl"
+    evaluate(EvalConfig(factory, episodes=4), make_agent("expert", invalid=0.5, seed=3), path,
+             progress=False)
+    turns = [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == "turn"]
+    episodes: dict[str, list[dict]] = {}
+    for turn in turns:
+        episodes.setdefault(turn["episode_id"], []).append(turn)
+    rejected = 0
+    for steps in episodes.values():
+        steps.sort(key=lambda t: t["step"])
+        for turn, after in pairwise(steps):
+            listed = after["prompt"].partition("Admissible actions: [")[2]
+            if turn["format_ok"]:
+                assert "Observation: Nothing happens." not in after["prompt"]
+                continue
+            rejected += 1
+            assert turn["parsed_action"] not in listed  # shaped like a move, yet not listed
+            assert "Observation: Nothing happens." in after["prompt"]
+    assert 0.25 * len(turns) < rejected < 0.75 * len(turns)
+    config = load_config(None, [
+        "model.name=tiny", f"rollout.env={compact}", f"sft.data={path}", "sft.min_score=0",
+        "sft.plan_labels=true", "sft.response_template=<action>{action}</action>",
+        "run.progress=false", "run.tensorboard=false", f"run.out={tmp_path / 'run'}",
+    ])
+    trainer = SFTTrainer(config)
+    trainer.close()
+    assert len(trainer.pairs) == len(turns) - rejected  # a rejected move is not cloned ...
+    recoveries = [p for p, _ in trainer.pairs if "Observation: Nothing happens." in p]
+    assert len(recoveries) >= rejected // 2  # ... the move after it is
+    for prompt, response in trainer.pairs:  # every label is a listed move: the plan's
+        action = response.removeprefix("<action>").removesuffix("</action>")
+        assert f"{action}," in prompt or f"{action}]" in prompt

@@ -15,7 +15,7 @@ from arlarena_envs.base import TextEnv
 from wrappers.agents.base import Agent, AgentRequest, register_agent, stream_seed
 from wrappers.format import format_response
 
-__all__ = ["ExpertAgent", "RandomAgent", "planned_response"]
+__all__ = ["ExpertAgent", "RandomAgent", "inadmissible_move", "planned_response"]
 
 _PLAN = "Following the shortest known plan, the next step is '{action}'."
 _DEVIATION = " A random move instead."
@@ -54,19 +54,28 @@ class ExpertAgent(Agent):
     successful episodes are good but not optimal, like the study's SFT data (the model's own
     high-scoring rollouts), which leaves RL room above the cloned policy.
 
+    With ``invalid > 0``, on a turn without a random move it makes, with that probability, a
+    move the env rejects (:func:`inadmissible_move`, shaped like the plan's step). A student
+    rejects many of its moves, so most of its states follow a rejection (ALFWorld's "Nothing
+    happens."); demonstrations without rejections never show it one. Clone such demonstrations
+    with their plan (``sft.plan_labels``), so the student learns the recovery, not the move.
+
     It needs the env handle in each request, so it drives in-process envs only.
     """
 
     name = "expert"
 
-    def __init__(self, epsilon: float = 0.0, seed: int = 0, **_: object) -> None:
-        if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+    def __init__(self, epsilon: float = 0.0, invalid: float = 0.0, seed: int = 0,
+                 **_: object) -> None:
+        for name, value in (("epsilon", epsilon), ("invalid", invalid)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
         self.epsilon = float(epsilon)
+        self.invalid = float(invalid)
         self.seed = seed
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "epsilon": self.epsilon}
+        return {**super().settings(), "epsilon": self.epsilon, "invalid": self.invalid}
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses = []
@@ -80,13 +89,16 @@ class ExpertAgent(Agent):
                 raise ValueError(f"{name} has no expert")
             plan = action = unwrapped.expert_action()
             actions = list(request.info.get("admissible_actions") or [])
-            if self.epsilon and actions:
-                # A random move with probability epsilon, or where no plan is left.
+            if (self.epsilon or self.invalid) and actions:
+                # A random move with probability epsilon, or where no plan is left; else a
+                # rejected move with probability invalid.
                 rng = np.random.default_rng(
                     stream_seed(self.seed, request.episode_id, request.turn)
                 )
                 if action is None or rng.random() < self.epsilon:
                     action = actions[int(rng.integers(len(actions)))]
+                elif self.invalid and rng.random() < self.invalid:
+                    action = inadmissible_move(action, actions)
             if action is None:
                 raise ValueError(f"the expert has no move and no admissible action to take: "
                                  f"{request.info.get('task', '')!r}")
@@ -96,6 +108,23 @@ class ExpertAgent(Agent):
                 think = _PLAN.format(action=plan) + ("" if action == plan else _DEVIATION)
             responses.append(format_response(think, action))
         return responses
+
+
+def inadmissible_move(step: str, actions: Sequence[str]) -> str:
+    """A move not among ``actions``, shaped like ``step``: its last number raised past every
+    number the actions hold, or that number appended where it has none.
+
+    >>> inadmissible_move("go to drawer 2", ["go to drawer 1", "go to drawer 2", "look"])
+    'go to drawer 3'
+    >>> inadmissible_move("left", ["left", "right"])
+    'left 1'
+    """
+    top = str(max((int(n) for a in actions for n in re.findall(r"\d+", a)), default=0) + 1)
+    numbers = list(re.finditer(r"\d+", step))
+    # Its number `top` is larger than any number of the actions, so it is none of them.
+    if not numbers:
+        return f"{step} {top}"
+    return step[:numbers[-1].start()] + top + step[numbers[-1].end():]
 
 
 def planned_response(response: str) -> str:
