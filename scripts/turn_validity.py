@@ -5,7 +5,7 @@ A defect check for a student with no history in its prompt: after a rejected mov
 prompt shows only the task, the env's reply to the rejection (ALFWorld's "Nothing happens.")
 and the list, a state that demonstrations of accepted moves never show. A student that never
 saw it falls apart there. Reads results files of ``arlarena eval`` or a run's evaluation
-(their ``turn`` records; several files print a row each). Example::
+(their ``turn`` records; gzipped or not; several files print a row each). Example::
 
     python scripts/turn_validity.py runs/learn-alfworld-bc/heldout/sft_step001482.jsonl
 """
@@ -13,6 +13,7 @@ saw it falls apart there. Reads results files of ``arlarena eval`` or a run's ev
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from collections import defaultdict
 from collections.abc import Iterable
@@ -50,10 +51,10 @@ def turn_validity(records: Iterable[dict[str, Any]]) -> dict[str, tuple[int, int
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", nargs="+", type=Path, help="results files (JSONL)")
+    parser.add_argument("results", nargs="+", type=Path, help="results files (JSONL, or .gz)")
     args = parser.parse_args(argv)
     for path in args.results:
-        with path.open() as handle:
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as handle:
             counts = turn_validity(map(json.loads, handle))
         cells = [f"{kind} {ok / n:.3f} ({n} turns)" if n else f"{kind} -"
                  for kind, (ok, n) in counts.items()]
