@@ -151,7 +151,10 @@ def test_a_noisy_experts_rejected_moves_show_the_envs_reply_and_clone_as_its_pla
     path = tmp_path / "eval.jsonl"
     evaluate(EvalConfig(factory, episodes=4), make_agent("expert", invalid=0.5, seed=3), path,
              progress=False)
-    turns = [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == "turn"]
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records[0]["agent"]["invalid"] == 0.5  # in the results' settings, so in their digest
+    assert "invalid" not in make_agent("expert", epsilon=0.3).settings()  # older digests hold
+    turns = [r for r in records if r.get("type") == "turn"]
     episodes: dict[str, list[dict]] = {}
     for turn in turns:
         episodes.setdefault(turn["episode_id"], []).append(turn)

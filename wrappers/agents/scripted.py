@@ -75,7 +75,9 @@ class ExpertAgent(Agent):
         self.seed = seed
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "epsilon": self.epsilon, "invalid": self.invalid}
+        # `invalid` only where set: results written before it existed keep their digest
+        extra = {"invalid": self.invalid} if self.invalid else {}
+        return {**super().settings(), "epsilon": self.epsilon, **extra}
 
     def act(self, requests: Sequence[AgentRequest]) -> list[str]:
         responses = []
