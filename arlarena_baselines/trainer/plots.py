@@ -99,15 +99,16 @@ def _line(ax: Any, steps: list[int], values: list[float], label: str) -> None:
     ax.plot(steps, values, marker="o" if len(steps) < 30 else None, ms=3, label=label)
 
 
-def _dress(ax: Any, title: str) -> None:
-    """Title, step axis, grid, and a legend (or "not logged" where nothing was drawn)."""
+def _dress(ax: Any, title: str, legend: bool = True) -> None:
+    """Title, step axis, grid, and a legend of the panel's own (unless the figure has one), or
+    "not logged" where nothing was drawn."""
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("step")
     ax.grid(alpha=0.3)
-    if ax.lines:
-        ax.legend(fontsize=7)
-    else:
+    if not ax.lines:
         ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+    elif legend:
+        ax.legend(fontsize=7)
 
 
 def pyplot() -> Any:
@@ -198,11 +199,7 @@ def plot_curves(curves: Mapping[str, list[dict[str, Any]]], panels: Sequence[tup
                 ax.errorbar(steps, values, yerr=se, capsize=2, **style)
             else:
                 ax.plot(steps, values, **style)
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if not ax.lines:
-            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+        _dress(ax, name, legend=False)  # one legend beside the panels
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()

@@ -58,7 +58,10 @@ class ExpertAgent(Agent):
     move the env rejects (:func:`inadmissible_move`, shaped like the plan's step). A student
     rejects many of its moves, so most of its states follow a rejection (ALFWorld's "Nothing
     happens."); demonstrations without rejections never show it one. Clone such demonstrations
-    with their plan (``sft.plan_labels``), so the student learns the recovery, not the move.
+    with their plan (``sft.plan_labels``), so the student clones the recovery, not the move. On
+    ALFWorld this taught the wrong recovery: the plan's step with a wrong number is not the
+    kind of move a student gets rejected, and its recovery (the same step, number put right)
+    is a retry (docs/learn-alfworld.md).
 
     It needs the env handle in each request, so it drives in-process envs only.
     """
