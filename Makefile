@@ -159,9 +159,9 @@ arena: $(VENV)/.installed-run
 # DAPO's cold start scaled to the run (configs/recipe/sokoban-arena-offpolicy.yaml says why).
 # First GRPO on seed 0 alone: the sizing run, whose wall time budgets the grid and whose curve
 # shows whether GRPO learns at this learning rate (stop and change rl.lr if not); then the ten
-# methods the findings name on 3 seeds; then the report with its runs' small files. Not yet
-# sized: about 4x the base arena's steps at half its levels, so roughly twice its run time a
-# run, many hours in all; made in sittings, each going on from the finished runs
+# methods the findings name on 3 seeds; then the report with its runs' small files. Sized
+# (docs/arena.md, "Sizing"): 48-55 min a run on one core, ~25 core-hours for the 30 runs; made
+# in sittings, each going on from the finished runs
 # docs/arena-offpolicy holds (--from; after an interruption:
 # `arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy`).
 ARENA_OFFPOLICY := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena-offpolicy.yaml \
