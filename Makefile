@@ -76,14 +76,14 @@ learn: $(VENV)/.installed-run
 
 # `make learn-alfworld`: the study's own testbed at CPU scale (issue 46): behaviour cloning of
 # an epsilon-noisy ALFWorld expert into a small Llama (configs/recipe/alfworld-bc.yaml), then
-# GRPO (configs/recipe/alfworld-rl.yaml), on ARLArena/ALFWorld-Compact-v0 (20 turns, the
+# GiGPO (configs/recipe/alfworld-rl.yaml), on ARLArena/ALFWorld-Compact-v0 (20 turns, the
 # compact prompt: not the study's template) with panels apart by content (data/panels.yaml:
 # alfworld-compact-*); choices on the validation games only. Then the start and RL on the
 # held-out games of both eval splits (536-560 paired episodes each) at T = 1 and T = 0.4, the
 # start's temperature sweep and its best temperature, and success per task type
 # (scripts/alfworld_compare.py), into $(ALF_DOCS). Every stage resumes where it stopped; each
 # stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
-ALF_STEPS ?= 24
+ALF_STEPS ?= 36
 ALF_DOCS ?= docs/learn-alfworld
 ALF_RUNS ?= runs
 ALF_BC := $(ALF_RUNS)/learn-alfworld-bc
@@ -104,8 +104,8 @@ learn-alfworld: $(VENV)/.installed-run
 		--docs $(ALF_DOCS))
 
 # `make arena-alfworld`: GRPO, GiGPO and SAMPO, three training seeds each, from the BC start of
-# `make learn-alfworld` on its recipe (configs/recipe/alfworld-rl.yaml; GiGPO's step groups
-# without std normalisation too, as its episode groups; 2 runs at once),
+# `make learn-alfworld` on its recipe (configs/recipe/alfworld-rl.yaml, whose GiGPO step groups
+# are without std normalisation too, as its episode groups; 2 runs at once),
 # then all nine final models and the start on the held-out games of both eval splits, paired
 # with the start (scripts/alfworld_compare.py), into $(ALF_ARENA_DOCS); then the ALFWorld
 # section of the arena report in $(ALF_ARENA_REPORT) (`arlarena arena --report DIR --alfworld
@@ -125,8 +125,7 @@ ALF_SPACE := $(ALF_EMPTY) $(ALF_EMPTY)
 arena-alfworld: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena arena --config configs/recipe/alfworld-rl.yaml --jobs 2 \
 		--out $(ALF_ARENA) --methods GRPO,GiGPO,SAMPO --seeds 3 --no-stabilisers --staleness 0 \
-		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS) \
-		--set rl.method_overrides.gigpo_mode=mean_norm
+		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS)
 	$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final --rl $(ALF_ARENA_RUNS) \
 		--labels $(subst $(ALF_SPACE),$(ALF_COMMA),$(ALF_ARENA_NAMES)) \
 		--out $(ALF_RUNS)/alfworld-arena-compare --resume --docs $(ALF_ARENA_DOCS)
