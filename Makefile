@@ -12,7 +12,7 @@ EXTRAS ?= $(RUN_EXTRAS),trl,vllm,openrlhf,docs,dev
 # torch first, pinned: 2.13.0 is the CPU wheel these machines hold; a bare `torch` pulls CUDA.
 TORCH ?= torch==2.13.0
 
-.PHONY: install run test lint docs bench learn learn-alfworld arena arena-offpolicy arena-alfworld clean
+.PHONY: install run test lint docs bench learn learn-seeds learn-alfworld arena arena-offpolicy arena-alfworld clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,28 @@ learn: $(VENV)/.installed-run
 	$(LEARN_COMPARE) --set eval.temperature=1.0 --out $(LEARN_DOCS)/T1.0
 	$(LEARN_COMPARE) --set eval.temperature=0.4 --out $(LEARN_DOCS)/T0.4
 	gzip -f $(LEARN_DOCS)/T1.0/*.jsonl $(LEARN_DOCS)/T0.4/*.jsonl
+
+# `make learn-seeds`: the 32-step run of `make learn` on training seeds 0, 1 and 2 (the run's
+# spread that a paired SE does not see), each paired with the same BC on 1,024 levels of
+# Sokoban's held-out content split at T = 1 and T = 0.4, into $(LEARN_SEEDS_DOCS)/seed<k>/T<t>
+# (episodes gzipped; the across-seed table: docs/rl-vs-bc.md). ~55 min a seed on one core;
+# resumable (a finished comparison is kept).
+LEARN_SEEDS ?= 0 1 2
+LEARN_SEEDS_DOCS ?= docs/learn/seeds32
+learn-seeds: $(VENV)/.installed-run
+	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
+	for seed in $(LEARN_SEEDS); do \
+		$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume \
+			--set rl.steps=32 --set run.seed=$$seed --set run.out=runs/learn-rl-seed$$seed \
+			|| exit 1; \
+		for t in 1.0 0.4; do out=$(LEARN_SEEDS_DOCS)/seed$$seed/T$$t; \
+			[ -f $$out/compare.json ] && continue; \
+			$(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
+				--set eval.episodes=1024 --set eval.temperature=$$t --out $$out \
+				runs/learn-bc/final runs/learn-rl-seed$$seed/final && gzip -f $$out/*.jsonl \
+				|| exit 1; \
+		done; \
+	done
 
 # `make learn-alfworld`: the study's own testbed at CPU scale (issue 46): behaviour cloning of
 # an epsilon-noisy ALFWorld expert into a small Llama (configs/recipe/alfworld-bc.yaml), then
