@@ -77,7 +77,8 @@ learn: $(VENV)/.installed-run
 # `make learn-seeds`: the 32-step run of `make learn` on training seeds 0, 1 and 2 (the run's
 # spread that a paired SE does not see), each paired with the same BC on 1,024 levels of
 # Sokoban's held-out content split at T = 1 and T = 0.4, into $(LEARN_SEEDS_DOCS)/seed<k>/T<t>
-# (episodes gzipped; the across-seed table: docs/rl-vs-bc.md). ~55 min a seed on one core;
+# (episodes gzipped), then the seeds' table with the across-seed spread beside the paired SE
+# (scripts/seed_spread.py) into $(LEARN_SEEDS_DOCS)/seeds.md. ~55 min a seed on one core;
 # resumable (a finished comparison is kept).
 LEARN_SEEDS ?= 0 1 2
 LEARN_SEEDS_DOCS ?= docs/learn/seeds32
@@ -95,6 +96,7 @@ learn-seeds: $(VENV)/.installed-run
 				|| exit 1; \
 		done; \
 	done
+	$(PY) scripts/seed_spread.py $(LEARN_SEEDS_DOCS) | tee $(LEARN_SEEDS_DOCS)/seeds.md
 
 # `make learn-alfworld`: the study's own testbed at CPU scale (issue 46): behaviour cloning of
 # an epsilon-noisy ALFWorld expert into a small Llama (configs/recipe/alfworld-bc.yaml), then

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arlarena_baselines.arena.stats import across_seeds, paired_row
 from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.evaluation.tasktypes import task_type_markdown, task_type_rows
 from arlarena_baselines.trainer.compare import compare_checkpoints
@@ -61,42 +62,6 @@ def split_config(args: argparse.Namespace, panel: str, temperature: float) -> Tr
         "eval.top_p=1.0", "eval.top_k=0", "run.tensorboard=false",
         f"run.progress={str(args.progress).lower()}", *args.set,
     ])
-
-
-def paired_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A compare row's success, its paired difference against the start and its z."""
-    se = row["success_diff_se"]
-    return {"success": row["success"], "se": row["success_se"], "diff": row["success_diff"],
-            "diff_se": se, "z": row["success_diff"] / se if se else 0.0,
-            "episodes": row["episodes"]}
-
-
-def across_seeds(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per method, the spread of its runs' paired differences over training seeds: labels
-    ``METHOD/seedK`` group by ``METHOD``; the mean difference, its SD across seeds and the SE
-    of that mean (SD / sqrt(seeds)), beside the mean of the runs' paired SEs (evaluation noise
-    only). Labels without a ``/`` are left out.
-
-    >>> r = across_seeds({"GRPO/seed0": {"diff": 0.1, "diff_se": 0.02},
-    ...                   "GRPO/seed1": {"diff": 0.3, "diff_se": 0.02}})
-    >>> g = r["GRPO"]; round(g["diff"], 3), round(g["seed_sd"], 3), round(g["seed_se"], 3)
-    (0.2, 0.141, 0.1)
-    """
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for label, row in rows.items():
-        method, sep, _ = label.partition("/")
-        if sep:
-            groups.setdefault(method, []).append(row)
-    out = {}
-    for method, runs in groups.items():
-        diffs = [r["diff"] for r in runs]
-        mean = sum(diffs) / len(diffs)
-        sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5 if len(diffs) > 1 \
-            else float("nan")
-        out[method] = {"diff": mean, "seed_sd": sd, "seed_se": sd / len(diffs) ** 0.5,
-                       "paired_se": sum(r["diff_se"] for r in runs) / len(runs),
-                       "seeds": len(diffs)}
-    return out
 
 
 def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:

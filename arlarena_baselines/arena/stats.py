@@ -5,8 +5,9 @@ criterion, §3.1: the variance of success over the final 20% of steps), :func:`p
 held-out curve's fall from its peak, and the step from which it lasts beyond
 :data:`COLLAPSE_Z` paired standard errors: this arena's sign of collapse beside the collapse
 detector), :func:`seed_effect` (a per-seed quantity against a reference method's, with its
-across-seed spread) and :func:`select_best` (the study's per-method grid search: the best
-configuration among the stable ones).
+across-seed spread), :func:`across_seeds` (runs' paired differences against a start, per
+method, with their spread over training seeds beside the paired SE) and :func:`select_best`
+(the study's per-method grid search: the best configuration among the stable ones).
 
 Why the held-out curve and not the study's variance: one step's training success varies by
 p(1−p) / levels from the levels drawn alone (each level all won or all lost), between 0.06 at
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,9 +39,11 @@ __all__ = [
     "LASTING_EVALS",
     "Drop",
     "Z",
+    "across_seeds",
     "format_fall_step",
     "mean_se",
     "paired_difference",
+    "paired_row",
     "peak_drop",
     "seed_effect",
     "select_best",
@@ -237,3 +240,40 @@ def select_best(candidates: Sequence[T], *, success: Callable[[T], float],
         if best is None or success(candidate) > success(best):
             best = candidate
     return best
+
+
+def paired_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``compare.json`` row (``arlarena train compare``) as its success, its paired
+    difference against the start (the file's first row) and that difference's z."""
+    se = row["success_diff_se"]
+    return {"success": row["success"], "se": row["success_se"], "diff": row["success_diff"],
+            "diff_se": se, "z": row["success_diff"] / se if se else 0.0,
+            "episodes": row["episodes"]}
+
+
+def across_seeds(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per method, the spread of its runs' paired differences over training seeds: labels
+    ``METHOD/seedK`` group by ``METHOD``; the mean difference, its SD across seeds and the SE
+    of that mean (SD / sqrt(seeds)), beside the mean of the runs' paired SEs (evaluation noise
+    only). Labels without a ``/`` are left out.
+
+    >>> r = across_seeds({"GRPO/seed0": {"diff": 0.1, "diff_se": 0.02},
+    ...                   "GRPO/seed1": {"diff": 0.3, "diff_se": 0.02}})
+    >>> g = r["GRPO"]; round(g["diff"], 3), round(g["seed_sd"], 3), round(g["seed_se"], 3)
+    (0.2, 0.141, 0.1)
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for label, row in rows.items():
+        method, sep, _ = label.partition("/")
+        if sep:
+            groups.setdefault(method, []).append(row)
+    out = {}
+    for method, runs in groups.items():
+        diffs = [r["diff"] for r in runs]
+        mean = sum(diffs) / len(diffs)
+        sd = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5 if len(diffs) > 1 \
+            else float("nan")
+        out[method] = {"diff": mean, "seed_sd": sd, "seed_se": sd / len(diffs) ** 0.5,
+                       "paired_se": sum(r["diff_se"] for r in runs) / len(runs),
+                       "seeds": len(diffs)}
+    return out
