@@ -62,8 +62,9 @@ test: install
 # stopped and trains it on to step 32.
 LEARN_STEPS ?= 16
 LEARN_DOCS ?= docs/learn
-LEARN_COMPARE := $(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
-	--set eval.episodes=1024 runs/learn-bc/final runs/learn-rl/final
+LEARN_COMPARE_BC := $(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
+	--set eval.episodes=1024 runs/learn-bc/final
+LEARN_COMPARE := $(LEARN_COMPARE_BC) runs/learn-rl/final
 learn: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
 	$(VENV)/bin/arlarena train rl --config configs/recipe/sokoban-rl.yaml --resume \
@@ -90,10 +91,8 @@ learn-seeds: $(VENV)/.installed-run
 			|| exit 1; \
 		for t in 1.0 0.4; do out=$(LEARN_SEEDS_DOCS)/seed$$seed/T$$t; \
 			[ -f $$out/compare.json ] && continue; \
-			$(VENV)/bin/arlarena train compare --config configs/recipe/sokoban-rl.yaml \
-				--set eval.episodes=1024 --set eval.temperature=$$t --out $$out \
-				runs/learn-bc/final runs/learn-rl-seed$$seed/final && gzip -f $$out/*.jsonl \
-				|| exit 1; \
+			$(LEARN_COMPARE_BC) runs/learn-rl-seed$$seed/final --set eval.temperature=$$t \
+				--out $$out && gzip -f $$out/*.jsonl || exit 1; \
 		done; \
 	done
 	$(PY) scripts/seed_spread.py $(LEARN_SEEDS_DOCS) | tee $(LEARN_SEEDS_DOCS)/seeds.md

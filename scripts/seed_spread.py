@@ -31,16 +31,15 @@ def seed_table(folder: Path) -> str:
         rows = json.loads(path.read_text())
         if len(rows) != 2:
             raise ValueError(f"{path}: expected the start's row and one RL row, got {len(rows)}")
-        by_t.setdefault(t, {})[f"RL/{seed}"] = paired_row(rows[1])
+        by_t.setdefault(t, {})[seed] = paired_row(rows[1])
         starts.setdefault(t, {})[seed] = paired_row(rows[0])
     lines = ["| sampling | seed | start | RL | paired Δ ± SE | z |", "|---|---|---|---|---|---|"]
     for t in sorted(by_t, key=lambda name: -float(name[1:])):
-        for label, row in sorted(by_t[t].items()):
-            seed = label.split("/")[1]
+        for seed, row in sorted(by_t[t].items()):
             lines.append(f"| T = {t[1:]} | {seed[4:]} | {starts[t][seed]['success']:.3f} | "
                          f"{row['success']:.3f} | {row['diff']:+.3f} ± {row['diff_se']:.3f} | "
                          f"{row['z']:.1f} |")
-        spread = across_seeds(by_t[t])["RL"]
+        spread = across_seeds({f"RL/{seed}": row for seed, row in by_t[t].items()})["RL"]
         lines.append(f"| T = {t[1:]} | mean of {spread['seeds']} | | | {spread['diff']:+.3f} ± "
                      f"{spread['seed_se']:.3f} (seed SD {spread['seed_sd']:.3f}; mean paired SE "
                      f"{spread['paired_se']:.3f}) | |")
