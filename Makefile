@@ -104,8 +104,8 @@ learn-seeds: $(VENV)/.installed-run
 # alfworld-compact-*); choices on the validation games only. Then the start and RL on the
 # held-out games of both eval splits (536-560 paired episodes each) at T = 1 and T = 0.4, the
 # start's temperature sweep and its best temperature, and success per task type
-# (scripts/alfworld_compare.py), into $(ALF_DOCS). Every stage resumes where it stopped; each
-# stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
+# (scripts/alfworld_compare.py, the two splits at once), into $(ALF_DOCS). Every stage
+# resumes where it stopped; each stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
 ALF_STEPS ?= 36
 ALF_DOCS ?= docs/learn-alfworld
 ALF_RUNS ?= runs
@@ -123,19 +123,19 @@ learn-alfworld: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena plot $(ALF_RL) --out $(ALF_DOCS)
 	cp $(ALF_RL)/metrics.jsonl $(ALF_DOCS)/metrics.jsonl
 	@$(call ALF_TIMED,evaluation,$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final \
-		--rl $(ALF_RL)/final --out $(ALF_RUNS)/learn-alfworld-compare --resume \
+		--rl $(ALF_RL)/final --out $(ALF_RUNS)/learn-alfworld-compare --resume --jobs 2 \
 		--docs $(ALF_DOCS))
 
 # `make arena-alfworld`: GRPO, GiGPO and SAMPO, three training seeds each, from the BC start of
 # `make learn-alfworld` on its recipe (configs/recipe/alfworld-rl.yaml, whose GiGPO step groups
 # are without std normalisation too, as its episode groups; 2 runs at once),
 # then all nine final models and the start on the held-out games of both eval splits, paired
-# with the start (scripts/alfworld_compare.py), into $(ALF_ARENA_DOCS); then the ALFWorld
-# section of the arena report in $(ALF_ARENA_REPORT) (`arlarena arena --report DIR --alfworld
-# SUMMARY`): the study's-regime arena's once it is committed (docs/arena-offpolicy), else the
-# committed arena's (docs/arena). That folder keeps a copy of the summary, so its later reports
-# (`make arena`, `make arena-offpolicy`) keep the section. Resumable: run it again after an
-# interruption.
+# with the start (scripts/alfworld_compare.py, the two splits at once), into
+# $(ALF_ARENA_DOCS); then the ALFWorld section of the arena report in $(ALF_ARENA_REPORT)
+# (`arlarena arena --report DIR --alfworld SUMMARY`): the study's-regime arena's once it is
+# committed (docs/arena-offpolicy), else the committed arena's (docs/arena). That folder keeps
+# a copy of the summary, so its later reports (`make arena`, `make arena-offpolicy`) keep the
+# section. Resumable: run it again after an interruption.
 ALF_ARENA_DOCS ?= docs/learn-alfworld/arena
 ALF_ARENA_REPORT ?= $(patsubst %/arena.md,%,$(firstword \
 	$(wildcard docs/arena-offpolicy/arena.md docs/arena/arena.md)))
@@ -151,7 +151,7 @@ arena-alfworld: $(VENV)/.installed-run
 		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS)
 	$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final --rl $(ALF_ARENA_RUNS) \
 		--labels $(subst $(ALF_SPACE),$(ALF_COMMA),$(ALF_ARENA_NAMES)) \
-		--out $(ALF_RUNS)/alfworld-arena-compare --resume --docs $(ALF_ARENA_DOCS)
+		--out $(ALF_RUNS)/alfworld-arena-compare --resume --jobs 2 --docs $(ALF_ARENA_DOCS)
 	$(VENV)/bin/arlarena arena --report $(ALF_ARENA_REPORT) --alfworld $(ALF_ARENA_DOCS)/summary.json
 
 # `make arena`: the committed arena (docs/arena/) on the learning recipe

@@ -19,7 +19,8 @@ content from every training and validation game), this script
    every ``compare.json`` and those episode files there (``make learn-alfworld``'s evidence).
 
 Every step resumes: results files keep finished episodes (``--resume``), so a stopped
-comparison picks up where it stopped. Example::
+comparison picks up where it stopped. ``--jobs 2`` plays the two splits at once, one process
+each (a split's episodes do not depend on the other's, so the files are the same). Example::
 
     python scripts/alfworld_compare.py --bc runs/learn-alfworld-bc/final \\
         --rl runs/learn-alfworld-rl/final --out docs/learn-alfworld --resume
@@ -30,8 +31,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import multiprocessing
 import shutil
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +93,17 @@ def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:
                                            for name, path in files.items()})
     return {"panel": record, "sweep": sweep, "best_temperature": best, "paired": paired,
             "task_types": tables}
+
+
+def compare_splits(args: argparse.Namespace, splits: list[str]) -> dict[str, Any]:
+    """:func:`compare_split` of each split, ``args.jobs`` of them at once in spawned processes
+    (each at the config's ``run.threads``)."""
+    jobs = min(args.jobs, len(splits))
+    if jobs <= 1:
+        return {split: compare_split(args, split) for split in splits}
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {split: pool.submit(compare_split, args, split) for split in splits}
+        return {split: future.result() for split, future in futures.items()}
 
 
 def episodes_only(folder: Path) -> None:
@@ -163,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=0,
                         help="the panels' first N tasks (0: all of them)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="splits played at once, one process each")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--episodes-only", action="store_true",
@@ -181,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         args.labels = [Path(path).parent.name or path for path in args.rl]
     if len(args.labels) != len(args.rl):
         parser.error(f"{len(args.labels)} labels for {len(args.rl)} RL checkpoints")
-    splits = {split: compare_split(args, split) for split in args.splits.split(",")}
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    splits = compare_splits(args, args.splits.split(","))
     summary = {"bc": args.bc, "rl": args.rl, "env": "ARLArena/ALFWorld-Compact-v0",
                "template": "alfworld_compact (not the study's template)", "splits": splits}
     out = Path(args.out)

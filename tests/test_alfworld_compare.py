@@ -7,6 +7,9 @@ import gzip
 import importlib.util
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,8 @@ from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer.config import ModelConfig
 from arlarena_baselines.trainer.models import save_model, smollm2_tokenizer, tiny_model
 
-_SPEC = importlib.util.spec_from_file_location(
-    "alfworld_compare", Path(__file__).resolve().parents[1] / "scripts" / "alfworld_compare.py")
+_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "alfworld_compare.py"
+_SPEC = importlib.util.spec_from_file_location("alfworld_compare", _SCRIPT)
 alfworld_compare = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(alfworld_compare)
 
@@ -58,6 +61,37 @@ def test_the_same_model_pairs_to_zero_and_the_evidence_is_written(model, tmp_pat
     assert sum(r["type"] == "episode" for r in kept) == 3
     assert (docs / "summary.md").read_text().startswith("# ALFWorld-Compact-v0")
     assert (docs / "ood" / "T0" / "compare.json").is_file()
+
+
+def test_two_jobs_play_each_split_as_one_job_does(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("ARLARENA_CACHE", str(tmp_path / "cache"))
+    common = ["--bc", model, "--rl", model, "--episodes", "2", "--sweep", "1.0",
+              "--temperatures", "1.0", "--set", "model.task_vocab=false",
+              "--set", "rollout.max_turns=2"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert alfworld_compare.main([*common, "--out", str(one)]) == 0
+    # As a user runs it: the script itself, its two splits in spawned processes.
+    subprocess.run([sys.executable, str(_SCRIPT), *common, "--out", str(two), "--jobs", "2"],
+                   check=True, env=os.environ, capture_output=True)
+
+    def turns(out: Path, split: str, i: int) -> list[tuple]:
+        return [(r["episode_id"], r["step"], r["response"])
+                for r in read_records(out / split / "T1" / f"{i}.jsonl") if r["type"] == "turn"]
+
+    for split in ("id", "ood"):
+        for i in (0, 1):
+            assert turns(one, split, i) and turns(one, split, i) == turns(two, split, i)
+    summaries = [json.loads((out / "summary.json").read_text())["splits"] for out in (one, two)]
+    assert list(summaries[0]) == list(summaries[1]) == ["id", "ood"]
+    assert summaries[0] == summaries[1]
+    assert summaries[0]["id"]["panel"]["name"] == "alfworld-compact-heldout-id"
+
+
+def test_jobs_below_one_is_refused(model, tmp_path):
+    with pytest.raises(SystemExit):
+        alfworld_compare.main(["--bc", model, "--rl", model, "--out", str(tmp_path),
+                               "--jobs", "0"])
+    assert not any(tmp_path.iterdir())
 
 
 def test_across_seeds_groups_runs_by_method_and_keeps_single_runs_out():
