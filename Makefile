@@ -107,7 +107,7 @@ learn-seeds: $(VENV)/.installed-run
 # (scripts/alfworld_compare.py, the two splits at once), into $(ALF_DOCS). Every stage
 # resumes where it stopped; each stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
 ALF_STEPS ?= 36
-ALF_DOCS ?= docs/learn-alfworld
+ALF_DOCS ?= docs/learn-alfworld/recipe-run
 ALF_RUNS ?= runs
 ALF_BC := $(ALF_RUNS)/learn-alfworld-bc
 ALF_RL := $(ALF_RUNS)/learn-alfworld-rl
