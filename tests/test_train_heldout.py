@@ -1,7 +1,8 @@
 """The trainer's held-out evaluation plays the same episodes whatever the batch layout.
 
 Each held-out episode samples from its own stream (run seed, episode id, turn), so how many
-envs run at once and how prompts are chunked for generation change nothing: one checkpoint
+envs run at once (the rollout's pool, or ``eval.width``'s) and how prompts are chunked for
+generation change nothing: one checkpoint
 compared on the same levels is compared on the same episodes. Its results files are what
 ``arlarena eval`` writes: ``arlarena report`` and ``arlarena analyze`` read them.
 """
@@ -15,6 +16,7 @@ import pytest
 from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import read_records
 from arlarena_baselines.rollout import make_env_pool
+from arlarena_baselines.trainer import heldout
 from arlarena_baselines.trainer.config import load_config
 from arlarena_baselines.trainer.heldout import evaluate_policy, heldout_rollout
 from arlarena_baselines.trainer.policy import Policy, env_factory
@@ -56,6 +58,24 @@ def test_heldout_episodes_do_not_depend_on_pool_or_generation_batch_size(tmp_pat
     assert wide == narrow
     assert len({e[0] for e in wide}) == 10
     assert _played(tmp_path / "wide.jsonl") == _played(tmp_path / "narrow.jsonl")
+
+
+def test_an_evaluation_wider_than_the_pool_plays_the_same_episodes_in_one_wave(tmp_path,
+                                                                              monkeypatch):
+    narrow = ["rollout.n_groups=1", "rollout.group_size=3"]
+    pools = []
+
+    def spied(factory, width, workers):
+        pools.append(width)
+        return make_env_pool(factory, width, workers)
+
+    monkeypatch.setattr(heldout, "make_env_pool", spied)
+    waves = episodes(narrow, tmp_path / "waves.jsonl")
+    assert pools == []  # no width: the rollout's pool of 3, four waves
+    wide = episodes([*narrow, "eval.width=64"], tmp_path / "wide.jsonl")
+    assert pools == [10]  # one slot an episode, at most
+    assert wide == waves
+    assert _played(tmp_path / "wide.jsonl") == _played(tmp_path / "waves.jsonl")
 
 
 def test_the_trainers_evaluation_writes_results_that_report_and_analyze_read(tmp_path, capsys):

@@ -100,6 +100,7 @@ _EXECUTION_FIELDS = {
     "run": ("out", "progress", "tensorboard", "wandb", "wandb_project", "threads",
             "checkpoint_every", "keep_checkpoints"),
     "rollout": ("env_workers", "gen_batch_size"),
+    "eval": ("width",),
 }
 
 

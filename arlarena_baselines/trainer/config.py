@@ -177,6 +177,11 @@ class EvalConfig(Bounded):
             e.g. T 0.6 / top-p 0.95 / top-k 20 on ALFWorld and WebShop, T 0.4 on Sokoban).
         max_new_tokens: response budget (``null``: the rollout's).
         at_start: evaluate before the first step too (the starting checkpoint's figure).
+        width: held-out episodes played at once: an evaluation plays in its own env pool this
+            wide (at most its episode count) where that is wider than the rollout's pool
+            (``null``: the rollout's). It changes speed, not episodes: fewer waves, and prompts
+            of every length sorted into like-length generation chunks, less padding
+            (ALFWorld's prompts vary with their admissible actions; ``bench/heldout.py``).
     """
 
     prefix: ClassVar[str] = "eval."
@@ -189,6 +194,7 @@ class EvalConfig(Bounded):
     top_k: int | None = bounded(None, ge=0)
     max_new_tokens: int | None = bounded(None, ge=1)
     at_start: bool = True
+    width: int | None = bounded(None, ge=1)
 
 
 @dataclass

@@ -32,10 +32,11 @@ from arlarena_baselines.rollout import (
     Task,
     collect,
     group_starts,
+    make_env_pool,
 )
 from arlarena_baselines.trainer.config import TrainConfig
 from arlarena_baselines.trainer.envs import eval_config
-from arlarena_baselines.trainer.policy import Policy
+from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.sampling import eval_sampling
 from arlarena_baselines.trainer.tracking import MetricsLogger, rollout_metrics
 
@@ -60,7 +61,8 @@ def heldout_rollout(
     ``sampling`` (default: :func:`eval_sampling`). With ``results``, every turn and episode
     also goes to that results file as the agent ``label`` (``config.model`` being what
     answers); with ``resume`` its finished episodes are kept and not played again (the
-    rollout holds the others)."""
+    rollout holds the others). With ``eval.width`` wider than ``pool``, the episodes play in
+    an env pool of that width (at most one slot an episode), closed on the way out."""
     e, run = config.eval, eval_config(config)
     sampling = sampling or eval_sampling(config)
     seed = config.run.seed + e.seed
@@ -76,6 +78,10 @@ def heldout_rollout(
             logs.append(stack.enter_context(
                 ResultsLog(results, run, label, agent, resume=resume)))
             tasks = [s.task for s in still_to_play(group_starts(tasks, 1), logs[0].done)]
+        width = min(e.width or 0, len(tasks))
+        if width > pool.num_envs:
+            pool = stack.enter_context(
+                make_env_pool(env_factory(config), width, config.rollout.env_workers))
         return collect(
             pool,
             policy.responder(sampling),
