@@ -106,7 +106,11 @@ learn-seeds: $(VENV)/.installed-run
 # start's temperature sweep and its best temperature, and success per task type
 # (scripts/alfworld_compare.py, the two splits at once), into $(ALF_DOCS). Every stage
 # resumes where it stopped; each stage's wall time is appended to $(ALF_DOCS)/walltime.tsv.
+# BC and RL run alone, on $(ALF_THREADS) torch threads: on an idle 2-core machine an RL step is
+# 1.6x faster on 2 than on 1; beside another job 2 threads made it ten times slower, so give
+# ALF_THREADS=1 on a shared machine (the configs' run.threads, which the arena's two jobs keep).
 ALF_STEPS ?= 36
+ALF_THREADS ?= 2
 ALF_DOCS ?= docs/learn-alfworld/recipe-run
 ALF_RUNS ?= runs
 ALF_BC := $(ALF_RUNS)/learn-alfworld-bc
@@ -116,10 +120,11 @@ ALF_TIMED = start=$$(date +%s); $(2); status=$$?; mkdir -p $(ALF_DOCS); printf '
 learn-alfworld: $(VENV)/.installed-run
 	@$(call ALF_TIMED,bc,$(VENV)/bin/arlarena train sft --config configs/recipe/alfworld-bc.yaml \
 		--panel alfworld-compact-bc --eval-panel alfworld-compact-validation --resume \
-		--set run.out=$(ALF_BC))
+		--set run.out=$(ALF_BC) --set run.threads=$(ALF_THREADS))
 	@$(call ALF_TIMED,rl,$(VENV)/bin/arlarena train rl --config configs/recipe/alfworld-rl.yaml \
 		--panel alfworld-compact-train --eval-panel alfworld-compact-validation --resume \
-		--set rl.steps=$(ALF_STEPS) --set model.name=$(ALF_BC)/final --set run.out=$(ALF_RL))
+		--set rl.steps=$(ALF_STEPS) --set model.name=$(ALF_BC)/final --set run.out=$(ALF_RL) \
+		--set run.threads=$(ALF_THREADS))
 	$(VENV)/bin/arlarena plot $(ALF_RL) --out $(ALF_DOCS)
 	cp $(ALF_RL)/metrics.jsonl $(ALF_DOCS)/metrics.jsonl
 	@$(call ALF_TIMED,evaluation,$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final \
