@@ -37,8 +37,8 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args()
     if not Path(args.model).is_dir():
-        print(f"no checkpoint at {args.model}: build it first (make learn-alfworld's BC)")
-        return 1
+        print(f"skipped: no checkpoint at {args.model} (make learn-alfworld's BC builds it)")
+        return 0
 
     import wrappers.agents.sampling as sampling
     from arlarena_baselines.rollout import make_env_pool
