@@ -181,7 +181,7 @@ class EvalConfig(Bounded):
             wide (at most its episode count) where that is wider than the rollout's pool
             (``null``: the rollout's). It changes speed, not episodes: fewer waves, and prompts
             of every length sorted into like-length generation chunks, less padding
-            (ALFWorld's prompts vary with their admissible actions; ``bench/heldout.py``).
+            (ALFWorld's prompts vary with their admissible actions; ``bench/chunking.py``).
     """
 
     prefix: ClassVar[str] = "eval."
