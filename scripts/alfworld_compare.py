@@ -5,13 +5,14 @@ For each held-out panel (``alfworld-compact-heldout-id``: the 140 in-distributio
 content from every training and validation game), this script
 
 1. checks the panel's tasks against their hashes (recorded in ``summary.json``);
-2. plays the start at every temperature of ``--sweep`` (``OUT/<split>/T<t>/0.jsonl``);
+2. plays the start at every temperature of ``--sweep`` (``OUT/<split>/T<t>/BC.jsonl``);
 3. picks the start's best temperature on that split (the best of five on the held-out games
    themselves: biased upward for the start, so it only makes RL's case harder);
 4. plays each RL model of ``--rl`` at ``--temperatures`` and at that best temperature, on the
-   same games with the same random streams as the start (``OUT/<split>/T<t>/<i>.jsonl``, ``i``
-   from 1), paired with the start game by game and sample by sample (``compare.json`` there);
-   several RL models (the nine runs of three methods x three seeds) share one start's episodes;
+   same games with the same random streams as the start (``OUT/<split>/T<t>/<label>.jsonl``,
+   a label's ``/`` as ``-``), paired with the start game by game and sample by sample
+   (``compare.json`` there); several RL models (the nine runs of three methods x three seeds)
+   share one start's episodes;
 5. writes ``summary.json`` (the sweep, the best temperature, every paired difference with its
    SE and z), ``tasktypes.md`` (success per task type, the layout of the study's Table 8) and,
    with ``--episodes-only``, each results file's settings and episode records, gzipped
@@ -19,7 +20,11 @@ content from every training and validation game), this script
    every ``compare.json`` and those episode files there (``make learn-alfworld``'s evidence).
 
 Every step resumes: results files keep finished episodes (``--resume``), so a stopped
-comparison picks up where it stopped. ``--jobs 2`` plays the two splits at once, one process
+comparison picks up where it stopped. ``--from DIR`` first takes the episode files a ``--docs``
+folder holds for the results files ``OUT`` lacks: a model whose file has every episode is then
+not played again, nor needed on disk, so a comparison made in sittings on machines that do not
+keep their runs goes on from its committed evidence (the start is checked against its
+weights, which it must still match). ``--jobs 2`` plays the two splits at once, one process
 each (a split's episodes do not depend on the other's, so the files are the same). Example::
 
     python scripts/alfworld_compare.py --bc runs/learn-alfworld-bc/final \\
@@ -32,6 +37,7 @@ import argparse
 import gzip
 import json
 import multiprocessing
+import re
 import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -46,6 +52,9 @@ from arlarena_baselines.trainer.config import TrainConfig, load_config
 
 PANELS = {"id": "alfworld-compact-heldout-id", "ood": "alfworld-compact-heldout-ood"}
 RL_CONFIG = "configs/recipe/alfworld-rl.yaml"
+START = "BC"
+"""The results file name of the start (``BC.jsonl``)."""
+_NAME = re.compile(r"^[A-Za-z0-9_.\-/]+$")
 
 
 def _t(value: float) -> str:
@@ -77,18 +86,19 @@ def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:
     folder = Path(args.out) / split
     sweep = {}
     for t in args.sweep:
-        rows = compare_checkpoints(split_config(args, panel, t), [args.bc],
+        rows = compare_checkpoints(split_config(args, panel, t), [args.bc], names=[START],
                                    out=folder / _t(t), resume=args.resume)
         sweep[f"{t:g}"] = {"success": rows[0]["success"], "se": rows[0]["success_se"]}
     best = max(args.sweep, key=lambda t: (sweep[f"{t:g}"]["success"], -t))
     paired, tables = {}, {}
     for t in dict.fromkeys([*args.temperatures, best]):
+        names = [START, *map(file_name, args.labels)]
         rows = compare_checkpoints(split_config(args, panel, t), [args.bc, *args.rl],
-                                   out=folder / _t(t), resume=True)
+                                   names=names, out=folder / _t(t), resume=True)
         rl = {name: paired_row(row) for name, row in zip(args.labels, rows[1:], strict=True)}
         paired[f"{t:g}"] = {"start": paired_row(rows[0]), "rl": rl, "methods": across_seeds(rl)}
-        files = {"BC": folder / _t(t) / "0.jsonl"}
-        files |= {name: folder / _t(t) / f"{i}.jsonl" for i, name in enumerate(args.labels, 1)}
+        files = {label: folder / _t(t) / f"{name}.jsonl"
+                 for label, name in zip(["BC", *args.labels], names, strict=True)}
         tables[f"{t:g}"] = task_type_rows({name: list(read_records(path))
                                            for name, path in files.items()})
     return {"panel": record, "sweep": sweep, "best_temperature": best, "paired": paired,
@@ -106,9 +116,37 @@ def compare_splits(args: argparse.Namespace, splits: list[str]) -> dict[str, Any
         return {split: future.result() for split, future in futures.items()}
 
 
+def file_name(label: str) -> str:
+    """The results file name of a model labelled ``label`` (``GRPO/seed0``: ``GRPO-seed0``).
+
+    >>> file_name("GRPO/seed0")
+    'GRPO-seed0'
+    """
+    if label == START or not label or label.startswith(".") or not _NAME.match(label):
+        raise ValueError(f"label {label!r} cannot name a results file: use letters, digits, "
+                         f"'_', '-', '.' and '/', not {START!r}")
+    return label.replace("/", "-")
+
+
+def restore(out: Path, docs: Path) -> int:
+    """Write each ``*.episodes.jsonl.gz`` of ``docs`` (a ``--docs`` folder) as the results file
+    at the same place under ``out`` where ``out`` lacks it; return how many."""
+    restored = 0
+    for path in sorted(docs.rglob("*.episodes.jsonl.gz")):
+        target = out / path.relative_to(docs).parent / path.name.replace(".episodes.jsonl.gz",
+                                                                          ".jsonl")
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            target.write_text(handle.read(), encoding="utf-8")
+        restored += 1
+    return restored
+
+
 def episodes_only(folder: Path) -> None:
     """Write each results file's settings and episode records beside it, gzipped."""
-    for path in sorted(folder.rglob("[0-9].jsonl")):
+    for path in sorted(folder.rglob("*.jsonl")):
         keep = [r for r in read_records(path) if r.get("type") in ("settings", "episode")]
         target = path.with_name(path.stem + ".episodes.jsonl.gz")
         with gzip.open(target, "wt", encoding="utf-8") as handle:
@@ -186,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", default=None,
                         help="copy the summaries, compare.json files and episode-only files "
                         "here (implies --episodes-only)")
+    parser.add_argument("--from", dest="source", default=None, metavar="DIR",
+                        help="first take the episode files of DIR (a --docs folder) for the "
+                        "results files OUT lacks (implies --resume)")
     args = parser.parse_args(argv)
     args.sweep = [float(t) for t in args.sweep.split(",")]
     args.temperatures = [float(t) for t in args.temperatures.split(",")]
@@ -199,6 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{len(args.labels)} labels for {len(args.rl)} RL checkpoints")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    try:
+        names = [file_name(label) for label in args.labels]
+    except ValueError as error:
+        parser.error(str(error))
+    if len(set(names)) != len(names):
+        parser.error(f"two labels name one results file: {args.labels}")
+    if args.source:
+        if not Path(args.source).is_dir():
+            parser.error(f"--from {args.source}: no such folder")
+        args.resume = True
+        print(f"{restore(Path(args.out), Path(args.source))} results files taken from "
+              f"{args.source}")
     splits = compare_splits(args, args.splits.split(","))
     summary = {"bc": args.bc, "rl": args.rl, "env": "ARLArena/ALFWorld-Compact-v0",
                "template": "alfworld_compact (not the study's template)", "splits": splits}

@@ -49,13 +49,14 @@ def test_the_same_model_pairs_to_zero_and_the_evidence_is_written(model, tmp_pat
         rl = paired["rl"]["RL"]
         assert (rl["diff"], rl["diff_se"], rl["episodes"]) == (0.0, 0.0, 3), temperature
     responses = [{(r["episode_id"], r["step"]): r["response"]
-                  for r in read_records(out / "ood" / "T1" / f"{i}.jsonl") if r["type"] == "turn"}
-                 for i in (0, 1)]
+                  for r in read_records(out / "ood" / "T1" / f"{name}.jsonl")
+                  if r["type"] == "turn"}
+                 for name in ("BC", "RL")]
     assert len(responses[0]) == 6 and responses[0] == responses[1]
     assert len(set(responses[0].values())) > 1  # sampled text, not one fixed reply
     table = split["task_types"]["1"]
     assert [row["model"] for row in table] == ["BC", "RL"] and table[0]["All"]["n"] == 3
-    kept = [json.loads(line) for line in gzip.open(docs / "ood" / "T1" / "1.episodes.jsonl.gz",
+    kept = [json.loads(line) for line in gzip.open(docs / "ood" / "T1" / "RL.episodes.jsonl.gz",
                                                    "rt")]
     assert {r["type"] for r in kept} == {"settings", "episode"}
     assert sum(r["type"] == "episode" for r in kept) == 3
@@ -74,13 +75,13 @@ def test_two_jobs_play_each_split_as_one_job_does(model, tmp_path, monkeypatch):
     subprocess.run([sys.executable, str(_SCRIPT), *common, "--out", str(two), "--jobs", "2"],
                    check=True, env=os.environ, capture_output=True)
 
-    def turns(out: Path, split: str, i: int) -> list[tuple]:
+    def turns(out: Path, split: str, name: str) -> list[tuple]:
         return [(r["episode_id"], r["step"], r["response"])
-                for r in read_records(out / split / "T1" / f"{i}.jsonl") if r["type"] == "turn"]
+                for r in read_records(out / split / "T1" / f"{name}.jsonl") if r["type"] == "turn"]
 
     for split in ("id", "ood"):
-        for i in (0, 1):
-            assert turns(one, split, i) and turns(one, split, i) == turns(two, split, i)
+        for name in ("BC", "RL"):
+            assert turns(one, split, name) and turns(one, split, name) == turns(two, split, name)
     summaries = [json.loads((out / "summary.json").read_text())["splits"] for out in (one, two)]
     assert list(summaries[0]) == list(summaries[1]) == ["id", "ood"]
     assert summaries[0] == summaries[1]
@@ -107,3 +108,54 @@ def test_across_seeds_groups_runs_by_method_and_keeps_single_runs_out():
     assert grpo["seed_sd"] == pytest.approx(0.1) and grpo["seed_se"] == pytest.approx(0.1 / 3**0.5)
     assert grpo["paired_se"] == pytest.approx(0.03)
     assert methods["GiGPO"]["seeds"] == 1 and math.isnan(methods["GiGPO"]["seed_sd"])
+
+
+def test_a_comparison_goes_on_from_its_evidence_without_the_rl_checkpoints(model, tmp_path,
+                                                                           monkeypatch):
+    """The arena made in sittings: a finished RL model's episodes come back from the committed
+    episode files, its checkpoint gone; a model with episodes still to play still needs its
+    checkpoint, and the start must still match its weights."""
+    import shutil
+
+    monkeypatch.setenv("ARLARENA_CACHE", str(tmp_path / "cache"))
+    rl = tmp_path / "runs" / "GRPO" / "final"
+    shutil.copytree(model, rl)
+    common = ["--splits", "ood", "--episodes", "2", "--sweep", "1.0", "--temperatures", "1.0",
+              "--set", "model.task_vocab=false", "--set", "rollout.max_turns=2"]
+    docs = tmp_path / "docs"
+    assert alfworld_compare.main(["--bc", model, "--rl", str(rl), "--labels", "GRPO/seed0",
+                                  "--out", str(tmp_path / "first"), "--docs", str(docs),
+                                  *common]) == 0
+    assert (docs / "ood" / "T1" / "GRPO-seed0.episodes.jsonl.gz").is_file()
+    first = json.loads((tmp_path / "first" / "summary.json").read_text())["splits"]
+    shutil.rmtree(rl)  # a new machine: the run's checkpoint is gone, its evidence committed
+    again = tmp_path / "again"
+    assert alfworld_compare.main(["--bc", model, "--rl", str(rl), "--labels", "GRPO/seed0",
+                                  "--out", str(again), "--from", str(docs), *common]) == 0
+    assert json.loads((again / "summary.json").read_text())["splits"] == first
+    # One episode short: the model must play it, and it is not on disk.
+    path = tmp_path / "short" / "ood" / "T1" / "GRPO-seed0.jsonl"
+    alfworld_compare.restore(tmp_path / "short", docs)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(OSError):
+        alfworld_compare.main(["--bc", model, "--rl", str(rl), "--labels", "GRPO/seed0",
+                               "--out", str(tmp_path / "short"), "--resume", *common])
+    # Another start: its weights do not match the start's committed episodes.
+    other = tmp_path / "other"
+    tokenizer = smollm2_tokenizer()
+    save_model(tiny_model(ModelConfig(name="tiny", init_seed=1), tokenizer), tokenizer, other)
+    from arlarena_baselines.evaluation.settings import SettingsMismatch
+
+    with pytest.raises(SettingsMismatch, match="weights"):
+        alfworld_compare.main(["--bc", str(other), "--rl", str(rl), "--labels", "GRPO/seed0",
+                               "--out", str(tmp_path / "other-out"), "--from", str(docs),
+                               *common])
+
+
+@pytest.mark.parametrize("label", ["BC", "GRPO seed0", "../x"])
+def test_a_label_that_cannot_name_a_results_file_is_refused(model, tmp_path, label):
+    with pytest.raises(SystemExit):
+        alfworld_compare.main(["--bc", model, "--rl", model, "--labels", label,
+                               "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()

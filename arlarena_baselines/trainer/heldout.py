@@ -24,7 +24,8 @@ from pathlib import Path
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.evaluation import ResultsLog
-from arlarena_baselines.evaluation.results import still_to_play
+from arlarena_baselines.evaluation.results import finished_ids, read_records, still_to_play
+from arlarena_baselines.evaluation.settings import run_settings, settings_record
 from arlarena_baselines.rollout import (
     EnvPool,
     Rollout,
@@ -40,7 +41,7 @@ from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.sampling import eval_sampling
 from arlarena_baselines.trainer.tracking import MetricsLogger, rollout_metrics
 
-__all__ = ["HELDOUT_DIR", "evaluate_policy", "heldout_rollout"]
+__all__ = ["HELDOUT_DIR", "evaluate_policy", "heldout_rollout", "played_without_model"]
 
 HELDOUT_DIR = "heldout"
 """The folder of a run that holds the results file of each held-out evaluation."""
@@ -66,15 +67,13 @@ def heldout_rollout(
     e, run = config.eval, eval_config(config)
     sampling = sampling or eval_sampling(config)
     seed = config.run.seed + e.seed
-    tasks = [Task(f"eval{i}", e.seed + i) for i in range(e.episodes)]
+    tasks = _tasks(config)
     with ExitStack() as stack:
         logs = []
         if results is not None:
             from wrappers.agents.weights import module_digest
 
-            agent = {"name": config.model.name, "weights": module_digest(policy.model),
-                     "sampling": asdict(sampling), "seed": seed,
-                     "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
+            agent = _agent(config, sampling, module_digest(policy.model))
             logs.append(stack.enter_context(
                 ResultsLog(results, run, label, agent, resume=resume)))
             tasks = [s.task for s in still_to_play(group_starts(tasks, 1), logs[0].done)]
@@ -94,6 +93,41 @@ def heldout_rollout(
             desc=f"held-out eval of {label}",
             also=logs,
         )
+
+
+def _tasks(config: TrainConfig) -> list[Task]:
+    return [Task(f"eval{i}", config.eval.seed + i) for i in range(config.eval.episodes)]
+
+
+def _agent(config: TrainConfig, sampling: SamplingParams, weights: str) -> dict:
+    """What answers, as a results file's settings record it (the weights by their digest)."""
+    return {"name": config.model.name, "weights": weights, "sampling": asdict(sampling),
+            "seed": config.run.seed + config.eval.seed,
+            "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
+
+
+def played_without_model(config: TrainConfig, results: str | Path) -> bool:
+    """Whether ``results`` already holds every held-out episode of ``config.model`` under the
+    settings :func:`heldout_rollout` would write, whatever weights the file records: then a
+    comparison can be made again from its results files alone, the model no longer on disk
+    (an arena made in sittings on machines that do not keep their runs)."""
+    path = Path(results)
+    if not path.is_file():
+        return False
+    records = list(read_records(path))
+    kept = next((r for r in reversed(records) if r.get("type") == "settings"), None)
+    if kept is None or not isinstance(kept.get("agent"), dict):
+        return False
+    run = eval_config(config)
+    env = run.stack()  # for its prompt template
+    try:
+        agent = _agent(config, eval_sampling(config), kept["agent"].get("weights"))
+        settings = settings_record(run_settings(run, agent, env))
+    finally:
+        env.close()
+    if settings["digest"] != kept.get("digest"):
+        return False
+    return not still_to_play(group_starts(_tasks(config), 1), finished_ids(records))
 
 
 def evaluate_policy(
