@@ -136,28 +136,43 @@ learn-alfworld: $(VENV)/.installed-run
 # are without std normalisation too, as its episode groups; 2 runs at once),
 # then all nine final models and the start on the held-out games of both eval splits, paired
 # with the start (scripts/alfworld_compare.py, the two splits at once), into
-# $(ALF_ARENA_DOCS); then the ALFWorld section of the arena report in $(ALF_ARENA_REPORT)
+# $(ALF_ARENA_DOCS), with the runs' small files and their own report in $(ALF_ARENA_DOCS)/runs;
+# then the ALFWorld section of the arena report in $(ALF_ARENA_REPORT)
 # (`arlarena arena --report DIR --alfworld SUMMARY`): the study's-regime arena's once it is
 # committed (docs/arena-offpolicy), else the committed arena's (docs/arena). That folder keeps
 # a copy of the summary, so its later reports (`make arena`, `make arena-offpolicy`) keep the
-# section. Resumable: run it again after an interruption.
+# section. Resumable: run it again after an interruption. In sittings on machines that do not
+# keep their runs: each sitting takes the finished runs and their held-out episodes from
+# $(ALF_ARENA_DOCS) (`--from`; GiGPO seed 0 is the recipe run, put there by
+# scripts/alfworld_arena_seed0.py), and ALF_ARENA_METHODS and ALF_ARENA_SEEDS (seeds 0 to N-1)
+# pick the runs it makes and evaluates, e.g. `make arena-alfworld ALF_ARENA_METHODS=GRPO
+# ALF_ARENA_SEEDS=1`; commit $(ALF_ARENA_DOCS) after each. The section is written when the
+# sitting covers the nine runs.
 ALF_ARENA_DOCS ?= docs/learn-alfworld/arena
 ALF_ARENA_REPORT ?= $(patsubst %/arena.md,%,$(firstword \
 	$(wildcard docs/arena-offpolicy/arena.md docs/arena/arena.md)))
 ALF_ARENA := $(ALF_RUNS)/alfworld-arena
-ALF_ARENA_NAMES := $(foreach m,GRPO GiGPO SAMPO,$(foreach s,0 1 2,$(m)/seed$(s)))
+ALF_ARENA_METHODS ?= GRPO GiGPO SAMPO
+ALF_ARENA_SEEDS ?= 3
+ALF_ARENA_NAMES := $(foreach m,$(ALF_ARENA_METHODS),$(foreach s,$(wordlist 1,$(ALF_ARENA_SEEDS),\
+	0 1 2 3 4 5 6 7 8 9),$(m)/seed$(s)))
 ALF_ARENA_RUNS := $(foreach n,$(ALF_ARENA_NAMES),$(ALF_ARENA)/$(subst /,/base/,$(n))/final)
 ALF_COMMA := ,
 ALF_EMPTY :=
 ALF_SPACE := $(ALF_EMPTY) $(ALF_EMPTY)
+ALF_LIST = $(subst $(ALF_SPACE),$(ALF_COMMA),$(strip $(1)))
 arena-alfworld: $(VENV)/.installed-run
 	$(VENV)/bin/arlarena arena --config configs/recipe/alfworld-rl.yaml --jobs 2 \
-		--out $(ALF_ARENA) --methods GRPO,GiGPO,SAMPO --seeds 3 --no-stabilisers --staleness 0 \
-		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS)
+		--out $(ALF_ARENA) --methods $(call ALF_LIST,$(ALF_ARENA_METHODS)) \
+		--seeds $(ALF_ARENA_SEEDS) --no-stabilisers --staleness 0 \
+		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS) --from $(ALF_ARENA_DOCS)/runs
 	$(PY) scripts/alfworld_compare.py --bc $(ALF_BC)/final --rl $(ALF_ARENA_RUNS) \
-		--labels $(subst $(ALF_SPACE),$(ALF_COMMA),$(ALF_ARENA_NAMES)) \
+		--labels $(call ALF_LIST,$(ALF_ARENA_NAMES)) --from $(ALF_ARENA_DOCS) \
 		--out $(ALF_RUNS)/alfworld-arena-compare --resume --jobs 2 --docs $(ALF_ARENA_DOCS)
+	$(VENV)/bin/arlarena arena --report $(ALF_ARENA) --out $(ALF_ARENA_DOCS)/runs
+ifeq ($(strip $(ALF_ARENA_METHODS))/$(ALF_ARENA_SEEDS),GRPO GiGPO SAMPO/3)
 	$(VENV)/bin/arlarena arena --report $(ALF_ARENA_REPORT) --alfworld $(ALF_ARENA_DOCS)/summary.json
+endif
 
 # `make arena`: the committed arena (docs/arena/) on the learning recipe
 # (configs/recipe/sokoban-arena.yaml): behaviour cloning as in `make learn`; then every method
