@@ -136,7 +136,8 @@ learn-alfworld: $(VENV)/.installed-run
 # are without std normalisation too, as its episode groups; 2 runs at once),
 # then all nine final models and the start on the held-out games of both eval splits, paired
 # with the start (scripts/alfworld_compare.py, the two splits at once), into
-# $(ALF_ARENA_DOCS), with the runs' small files and their own report in $(ALF_ARENA_DOCS)/runs;
+# $(ALF_ARENA_DOCS), with the runs' small files and their own report (of every run that folder
+# holds) in $(ALF_ARENA_DOCS)/runs;
 # then the ALFWorld section of the arena report in $(ALF_ARENA_REPORT)
 # (`arlarena arena --report DIR --alfworld SUMMARY`): the study's-regime arena's once it is
 # committed (docs/arena-offpolicy), else the committed arena's (docs/arena). That folder keeps
@@ -170,6 +171,7 @@ arena-alfworld: $(VENV)/.installed-run
 		--labels $(call ALF_LIST,$(ALF_ARENA_NAMES)) --from $(ALF_ARENA_DOCS) \
 		--out $(ALF_RUNS)/alfworld-arena-compare --resume --jobs 2 --docs $(ALF_ARENA_DOCS)
 	$(VENV)/bin/arlarena arena --report $(ALF_ARENA) --out $(ALF_ARENA_DOCS)/runs
+	$(VENV)/bin/arlarena arena --report $(ALF_ARENA_DOCS)/runs
 ifeq ($(strip $(ALF_ARENA_METHODS))/$(ALF_ARENA_SEEDS),GRPO GiGPO SAMPO/3)
 	$(VENV)/bin/arlarena arena --report $(ALF_ARENA_REPORT) --alfworld $(ALF_ARENA_DOCS)/summary.json
 endif

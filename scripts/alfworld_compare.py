@@ -47,6 +47,7 @@ from typing import Any
 from arlarena_baselines.arena.stats import across_seeds, paired_row
 from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.evaluation.tasktypes import task_type_markdown, task_type_rows
+from arlarena_baselines.trainer.checkpoint import atomic_write_gzip
 from arlarena_baselines.trainer.compare import compare_checkpoints
 from arlarena_baselines.trainer.config import TrainConfig, load_config
 
@@ -145,12 +146,12 @@ def restore(out: Path, docs: Path) -> int:
 
 
 def episodes_only(folder: Path) -> None:
-    """Write each results file's settings and episode records beside it, gzipped."""
+    """Write each results file's settings and episode records beside it, gzipped (no
+    timestamp: the same records give the same bytes)."""
     for path in sorted(folder.rglob("*.jsonl")):
         keep = [r for r in read_records(path) if r.get("type") in ("settings", "episode")]
-        target = path.with_name(path.stem + ".episodes.jsonl.gz")
-        with gzip.open(target, "wt", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(r) + "\n" for r in keep)
+        atomic_write_gzip(path.with_name(path.stem + ".episodes.jsonl.gz"),
+                          "".join(json.dumps(r) + "\n" for r in keep).encode())
 
 
 def copy_evidence(out: Path, docs: Path) -> None:
