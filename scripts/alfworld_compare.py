@@ -92,8 +92,8 @@ def compare_split(args: argparse.Namespace, split: str) -> dict[str, Any]:
         sweep[f"{t:g}"] = {"success": rows[0]["success"], "se": rows[0]["success_se"]}
     best = max(args.sweep, key=lambda t: (sweep[f"{t:g}"]["success"], -t))
     paired, tables = {}, {}
+    names = [START, *map(file_name, args.labels)]
     for t in dict.fromkeys([*args.temperatures, best]):
-        names = [START, *map(file_name, args.labels)]
         rows = compare_checkpoints(split_config(args, panel, t), [args.bc, *args.rl],
                                    names=names, out=folder / _t(t), resume=True)
         rl = {name: paired_row(row) for name, row in zip(args.labels, rows[1:], strict=True)}

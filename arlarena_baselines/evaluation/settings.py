@@ -34,6 +34,7 @@ __all__ = [
     "SettingsMismatch",
     "changed_settings",
     "flat_settings",
+    "latest_settings",
     "open_results",
     "run_settings",
     "settings_record",
@@ -126,6 +127,12 @@ def changed_settings(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
 
 
+def latest_settings(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last settings record of a results file's ``records`` (the run it goes on with), or
+    ``None`` when it has none."""
+    return next((r for r in reversed(records) if r.get("type") == "settings"), None)
+
+
 def open_results(
     path: str | Path, settings: dict[str, Any], *, resume: bool, force: bool = False
 ) -> set[str]:
@@ -141,7 +148,7 @@ def open_results(
     if path.exists() and not resume:
         raise FileExistsError(f"{path} exists: pass resume=True (--resume) to continue it")
     records = list(read_records(path)) if path.exists() else []
-    previous = next((r for r in reversed(records) if r.get("type") == "settings"), None)
+    previous = latest_settings(records)
     if previous is None and any(r.get("type") == "episode" for r in records) and not force:
         raise SettingsMismatch(f"{path} has no settings record (it was written before results "
                                "kept their settings), so a resume could mix settings; pass "

@@ -25,7 +25,11 @@ from pathlib import Path
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.evaluation import ResultsLog
 from arlarena_baselines.evaluation.results import finished_ids, read_records, still_to_play
-from arlarena_baselines.evaluation.settings import run_settings, settings_record
+from arlarena_baselines.evaluation.settings import (
+    latest_settings,
+    run_settings,
+    settings_record,
+)
 from arlarena_baselines.rollout import (
     EnvPool,
     Rollout,
@@ -115,7 +119,7 @@ def played_without_model(config: TrainConfig, results: str | Path) -> bool:
     if not path.is_file():
         return False
     records = list(read_records(path))
-    kept = next((r for r in reversed(records) if r.get("type") == "settings"), None)
+    kept = latest_settings(records)
     if kept is None or not isinstance(kept.get("agent"), dict):
         return False
     run = eval_config(config)
