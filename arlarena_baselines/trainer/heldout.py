@@ -70,7 +70,6 @@ def heldout_rollout(
     an env pool of that width (at most one slot an episode), closed on the way out."""
     e, run = config.eval, eval_config(config)
     sampling = sampling or eval_sampling(config)
-    seed = config.run.seed + e.seed
     tasks = _tasks(config)
     with ExitStack() as stack:
         logs = []
@@ -92,7 +91,7 @@ def heldout_rollout(
             1,
             max_turns=run.max_turns,
             reset_options=run.reset_options or None,
-            seed=seed,
+            seed=_sampling_seed(config),
             progress=progress,
             desc=f"held-out eval of {label}",
             also=logs,
@@ -103,10 +102,16 @@ def _tasks(config: TrainConfig) -> list[Task]:
     return [Task(f"eval{i}", config.eval.seed + i) for i in range(config.eval.episodes)]
 
 
+def _sampling_seed(config: TrainConfig) -> int:
+    """The seed the held-out episodes sample with: the run's offset by the panel's, so runs of
+    other training seeds sample differently on the same tasks."""
+    return config.run.seed + config.eval.seed
+
+
 def _agent(config: TrainConfig, sampling: SamplingParams, weights: str) -> dict:
     """What answers, as a results file's settings record it (the weights by their digest)."""
     return {"name": config.model.name, "weights": weights, "sampling": asdict(sampling),
-            "seed": config.run.seed + config.eval.seed,
+            "seed": _sampling_seed(config),
             "chat_template_kwargs": dict(config.model.chat_template_kwargs)}
 
 
