@@ -1,5 +1,7 @@
 """Shared test fixtures."""
 
+import signal
+
 import pytest
 
 
@@ -9,3 +11,16 @@ def isolated_cache(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ARLARENA_CACHE", str(tmp_path_factory.mktemp("cache")))
         yield
+
+
+@pytest.fixture
+def sigint_reaches_children():
+    """Processes the test spawns take SIGINT as Ctrl-C even when pytest was started with SIGINT
+    ignored (``nohup ... &``): an ignored signal stays ignored across ``exec``, a handled one
+    does not."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

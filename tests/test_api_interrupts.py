@@ -19,6 +19,8 @@ from arlarena_baselines.cli import main
 from arlarena_baselines.evaluation import read_records
 from tests.chat_server import ChatServer, always
 
+pytestmark = pytest.mark.usefixtures("sigint_reaches_children")
+
 ROOT = Path(__file__).resolve().parents[1]
 UP = "<think>Going up.</think><action>up</action>"
 # 8 episodes of at most 3 turns, all 8 in flight at once.
@@ -36,18 +38,6 @@ def _spawn(server: ChatServer, out: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "arlarena_baselines.cli",
                              *_command(server, out, *extra)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-@pytest.fixture(autouse=True)
-def _sigint_reaches_the_runs():
-    """The spawned runs take SIGINT as Ctrl-C even when pytest was started with SIGINT ignored
-    (``nohup ... &``): an ignored signal stays ignored across ``exec``, a handled one does not."""
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    if ignored:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    if ignored:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:

@@ -6,12 +6,17 @@ Llama and ``ARLArena/Bandit-v0`` (one turn, tiny budgets) and reads the report i
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -60,6 +65,8 @@ from arlarena_baselines.trainer.config import TrainConfig, apply_overrides
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE, read_metrics
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TINY = [
     "rollout.n_groups=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
@@ -584,6 +591,45 @@ def test_parallel_jobs_make_the_same_runs_and_report_a_failing_one(arena, tmp_pa
     for name in ("metrics.jsonl", EVAL_EPISODES_FILE):
         assert (good.folder(tmp_path) / name).read_text() == (
             good.folder(arena) / name).read_text()
+
+
+@pytest.mark.usefixtures("sigint_reaches_children")
+@pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM"])
+def test_an_interrupted_parallel_arena_stops_its_workers_and_starts_no_other_run(tmp_path, stop):
+    """Ctrl-C (SIGINT to the whole process group) or SIGTERM (to the arena's process alone)
+    stops a two-job arena at once: no worker trains on without it, and no queued run starts."""
+    out = tmp_path / "arena"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "arlarena_baselines.cli", "arena", *ARGS, "--steps", "100000",
+         "--methods", "GRPO,GSPO,CISPO", "--no-stabilisers", "--staleness", "0", "--jobs", "2",
+         "--out", str(out), "--no-progress"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def lines(method: str) -> int:
+        path = out / method / "base" / "seed0" / METRICS_FILE
+        return path.read_text().count("\n") if path.is_file() else 0
+
+    try:
+        end = time.monotonic() + 180
+        while lines("GRPO") < 2 or lines("GSPO") < 2:  # both workers are training
+            assert time.monotonic() < end and run.poll() is None, run.communicate()[1]
+            time.sleep(0.05)
+        if stop == "Ctrl-C":
+            os.killpg(run.pid, signal.SIGINT)
+        else:
+            run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+        trained = lines("GRPO"), lines("GSPO")
+        time.sleep(2)  # a worker left running would go on logging steps
+        assert (lines("GRPO"), lines("GSPO")) == trained
+    finally:  # whatever is left of the arena's session (none of it, when the test passes)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGKILL)
+    signum = signal.SIGINT if stop == "Ctrl-C" else signal.SIGTERM
+    assert run.returncode == 128 + signum, err
+    assert "interrupted; results written so far are kept" in err
+    assert not (out / "CISPO").exists()
 
 
 def test_a_second_arena_on_the_same_folder_is_refused_while_one_runs(tmp_path, capsys):

@@ -23,11 +23,12 @@ import json
 import multiprocessing
 import queue as queue_module
 import shutil
+import signal
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from tqdm.auto import tqdm
 from arlarena_baselines.arena.plan import RunSpec
 from arlarena_baselines.evaluation.lock import FileBusy, held
 from arlarena_baselines.evaluation.results import read_records
+from arlarena_baselines.evaluation.signals import terminate_as_interrupt
 from arlarena_baselines.rollout import make_env_pool
 from arlarena_baselines.trainer.checkpoint import (
     atomic_write_gzip,
@@ -322,8 +324,11 @@ _STEPS: Any = None  # in a worker process: the queue each finished step is put o
 
 
 def _init_worker(steps: Any) -> None:
+    """Set a worker process up: its queue of finished steps, and SIGINT ignored (Ctrl-C reaches
+    the whole process group; the arena's own process stops its workers, :func:`_run_parallel`)."""
     global _STEPS
     _STEPS = steps
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _worker(spec: RunSpec, base: TrainConfig, root: str) -> dict[str, Any]:
@@ -339,7 +344,7 @@ def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs:
     (:func:`holding`), after copying in those ``restore_from`` holds finished
     (:func:`restore_finished`); return the failed runs with their error (the others still
     run)."""
-    with holding(root):
+    with holding(root), terminate_as_interrupt():
         if restore_from is not None:
             restored = restore_finished(runs, restore_from, root)
             if progress and restored:
@@ -398,20 +403,37 @@ def _worker_context() -> multiprocessing.context.BaseContext:
 
 def _run_parallel(pending: list[RunSpec], base: TrainConfig, root: str | Path, jobs: int,
                   bar: Any, finished: Callable[[RunSpec, BaseException | None], None]) -> None:
+    """Run ``pending`` in ``jobs`` worker processes, handing a worker its next run only when it
+    is free, so that an interrupt (Ctrl-C, or SIGTERM) starts no further run: the workers are
+    stopped at once, and their runs resume from their last checkpoint next time."""
     context = _worker_context()
     steps = context.Queue()
+    waiting = list(pending)
+    others = set(multiprocessing.active_children())
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker,
                              initargs=(steps,)) as pool:
-        futures = {pool.submit(_worker, spec, base, str(root)): spec for spec in pending}
+        futures: dict[Future[Any], RunSpec] = {}
         bar.set_postfix_str(f"{jobs} jobs")
-        while futures:
-            ready, _ = wait(futures, timeout=1.0, return_when=FIRST_COMPLETED)
-            while True:
-                try:
-                    bar.update(steps.get_nowait())
-                except queue_module.Empty:
-                    break
-            for future in ready:
-                spec = futures.pop(future)
-                pending.remove(spec)
-                finished(spec, future.exception())
+        try:
+            while waiting or futures:
+                while waiting and len(futures) < jobs:
+                    spec = waiting.pop(0)
+                    try:
+                        futures[pool.submit(_worker, spec, base, str(root))] = spec
+                    except BrokenExecutor as error:  # a worker was killed: none can start
+                        pending.remove(spec)
+                        finished(spec, error)
+                ready, _ = wait(futures, timeout=1.0, return_when=FIRST_COMPLETED)
+                while True:
+                    try:
+                        bar.update(steps.get_nowait())
+                    except queue_module.Empty:
+                        break
+                for future in ready:
+                    spec = futures.pop(future)
+                    pending.remove(spec)
+                    finished(spec, future.exception())
+        except KeyboardInterrupt:
+            for worker in set(multiprocessing.active_children()) - others:
+                worker.terminate()
+            raise

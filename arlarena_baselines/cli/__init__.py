@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -49,9 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.passthrough = argv[cut + 1 :]
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM where a command handles it
         print("interrupted; results written so far are kept", file=sys.stderr)
-        return 130
+        return 128 + getattr(interrupt, "signum", signal.SIGINT)
     except ImportError as error:  # an optional part not installed: name its extra
         message = missing_extra(error)
         if message is None:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,37 +23,13 @@ from arlarena_baselines.evaluation.merge import load_results, per_setting
 from arlarena_baselines.evaluation.report import format_table, summarize
 from arlarena_baselines.evaluation.results import finished_ids, read_records, still_to_play
 from arlarena_baselines.evaluation.runner import evaluate
+from arlarena_baselines.evaluation.signals import terminate_as_interrupt
 from arlarena_baselines.evaluation.spending import describe_spend, total_spend
 
-__all__ = ["EXIT", "Interrupted", "evaluate_agents", "results_path"]
+__all__ = ["EXIT", "evaluate_agents", "results_path"]
 
 EXIT = {"ok": 0, "episode errors": 1, "agent stopped": 1, "usage": 2, "budget spent": 3}
 """Exit statuses of an evaluation; an interrupt exits with 128 + its signal's number."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """A signal stopped the run (SIGTERM; Ctrl-C raises ``KeyboardInterrupt`` itself)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """While in the block, SIGTERM raises :class:`Interrupted` in the main thread."""
-    def stop(signum: int, _: Any) -> None:
-        raise Interrupted(signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def results_path(out: str | Path, env: str, agent: str) -> Path:
@@ -102,7 +77,7 @@ def evaluate_agents(
     status = EXIT["ok"]
     shared = {"cache": cache, "budget": budget}
     try:
-        with _terminate_as_interrupt():
+        with terminate_as_interrupt():
             for name, make in agents:
                 try:
                     agent = make(shared)
