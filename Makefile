@@ -133,7 +133,7 @@ learn-alfworld: $(VENV)/.installed-run
 
 # `make arena-alfworld`: GRPO, GiGPO and SAMPO, three training seeds each, from the BC start of
 # `make learn-alfworld` on its recipe (configs/recipe/alfworld-rl.yaml, whose GiGPO step groups
-# are without std normalisation too, as its episode groups; 2 runs at once),
+# are without std normalisation too, as its episode groups; ALF_ARENA_JOBS runs at once),
 # then all nine final models and the start on the held-out games of both eval splits, paired
 # with the start (scripts/alfworld_compare.py, the two splits at once), into
 # $(ALF_ARENA_DOCS), with the runs' small files and their own report (of every run that folder
@@ -155,6 +155,9 @@ ALF_ARENA_REPORT ?= $(patsubst %/arena.md,%,$(firstword \
 ALF_ARENA := $(ALF_RUNS)/alfworld-arena
 ALF_ARENA_METHODS ?= GRPO GiGPO SAMPO
 ALF_ARENA_SEEDS ?= 3
+# Runs at once, one torch thread each: 3 on 2 cores where three runs are left, so that no
+# core idles while the last one trains alone.
+ALF_ARENA_JOBS ?= 2
 ALF_ARENA_NAMES := $(foreach m,$(ALF_ARENA_METHODS),$(foreach s,$(wordlist 1,$(ALF_ARENA_SEEDS),\
 	0 1 2 3 4 5 6 7 8 9),$(m)/seed$(s)))
 ALF_ARENA_RUNS := $(foreach n,$(ALF_ARENA_NAMES),$(ALF_ARENA)/$(subst /,/base/,$(n))/final)
@@ -163,7 +166,7 @@ ALF_EMPTY :=
 ALF_SPACE := $(ALF_EMPTY) $(ALF_EMPTY)
 ALF_LIST = $(subst $(ALF_SPACE),$(ALF_COMMA),$(strip $(1)))
 arena-alfworld: $(VENV)/.installed-run
-	$(VENV)/bin/arlarena arena --config configs/recipe/alfworld-rl.yaml --jobs 2 \
+	$(VENV)/bin/arlarena arena --config configs/recipe/alfworld-rl.yaml --jobs $(ALF_ARENA_JOBS) \
 		--out $(ALF_ARENA) --methods $(call ALF_LIST,$(ALF_ARENA_METHODS)) \
 		--seeds $(ALF_ARENA_SEEDS) --no-stabilisers --staleness 0 \
 		--set model.name=$(ALF_BC)/final --set rl.steps=$(ALF_STEPS) --from $(ALF_ARENA_DOCS)/runs
