@@ -155,9 +155,9 @@ ALF_ARENA_REPORT ?= $(patsubst %/arena.md,%,$(firstword \
 ALF_ARENA := $(ALF_RUNS)/alfworld-arena
 ALF_ARENA_METHODS ?= GRPO GiGPO SAMPO
 ALF_ARENA_SEEDS ?= 3
-# Runs at once, one torch thread each. On 2 cores a step took a median 247-256 s with 3 jobs
-# against 152-163 s with 2 (the runs' metrics.jsonl, steps 8+): 3 jobs make ~6% fewer steps an
-# hour, so three runs left take about as long at 3 jobs as two at once and then one alone.
+# Runs at once, one torch thread each. On 2 cores a step took a median 246-247 s with 3 jobs
+# against 152-163 s with 2 (the committed runs' metrics, steps 8+): 3 jobs make ~5% fewer steps
+# an hour, so three runs left take about as long at 3 jobs as two at once and then one alone.
 ALF_ARENA_JOBS ?= 2
 ALF_ARENA_NAMES := $(foreach m,$(ALF_ARENA_METHODS),$(foreach s,$(wordlist 1,$(ALF_ARENA_SEEDS),\
 	0 1 2 3 4 5 6 7 8 9),$(m)/seed$(s)))
