@@ -581,6 +581,36 @@ def test_an_arena_goes_on_from_the_finished_runs_of_a_report_folder(arena, tmp_p
     assert (out / "arena.md").read_text() == (arena / "arena.md").read_text()
 
 
+def test_runs_from_other_starting_weights_are_refused(arena, tmp_path, capsys):
+    """Each run's record keeps its start's weights hash. A start rebuilt with other weights
+    under the same path (a BC retrained on a machine with other float kernels) pairs with none
+    of those runs: the arena refuses them in its folder and from ``--from``, before it copies
+    or trains anything."""
+    from transformers import AutoModelForCausalLM
+
+    from wrappers.agents.weights import files_digest
+
+    start = tmp_path / "start"
+    shutil.copytree(arena / "GRPO" / "base" / "seed0" / "final", start)
+    out, docs, fresh = tmp_path / "arena", tmp_path / "docs", tmp_path / "fresh"
+    args = ["arena", *ARGS, "--model", str(start), "--steps", "1", "--methods", "GRPO",
+            "--no-stabilisers", "--staleness", "0", "--no-progress"]
+    assert main([*args, "--out", str(out)]) == 0
+    records = [json.loads(p.read_text()) for p in out.rglob(RECORD_FILE)]
+    assert len(records) == 2 and {r["start_weights"] for r in records} == {files_digest(start)}
+    assert main(["arena", "--report", str(out), "--out", str(docs)]) == 0
+    model = AutoModelForCausalLM.from_pretrained(start)
+    with torch.no_grad():
+        next(model.parameters()).add_(1e-3)
+    model.save_pretrained(start)
+    for target in (["--out", str(out)], ["--out", str(fresh), "--from", str(docs)]):
+        for dry in ([], ["--dry-run"]):
+            capsys.readouterr()
+            assert main([*args, *target, *dry]) == 2
+            assert "holds a run from other starting weights" in capsys.readouterr().err
+    assert not (fresh / "GRPO").exists() and not (fresh / "checkpoint").exists()
+
+
 def test_parallel_jobs_make_the_same_runs_and_report_a_failing_one(arena, tmp_path):
     good = RunSpec("checkpoint", Setting("start"), 0)
     bad = RunSpec("checkpoint", Setting("start", ("rollout.template=nope",)), 0)

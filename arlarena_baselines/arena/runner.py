@@ -8,13 +8,14 @@ refused while one runs), :func:`steps_done`, :func:`total_steps` and :data:`RECO
 A run folder (``ROOT/<method>/<setting>/seed<k>``) is what ``arlarena train rl`` writes
 (``rl_config.yaml``, ``metrics.jsonl``, ``eval_episodes.jsonl`` with every held-out episode,
 which the report pairs across methods; checkpoints, ``final/``) plus ``arena.json`` (the
-method, setting and seed) once the run has trained, and ``final_episodes.jsonl.gz`` (every
-episode of the final evaluation at each temperature) once it has been evaluated. A run with
-both is skipped; one with ``arena.json`` alone is only evaluated; one with a checkpoint resumes
-from it; one killed before its first checkpoint starts again. A trained run's checkpoints are
-removed (``final/`` stays). A report folder's copy of a finished run (its small files, see
-:func:`~arlarena_baselines.arena.report.write_report`) is finished too, so
-:func:`restore_finished` lets an arena of several sittings go on from its committed report.
+method, setting, seed and the start's weights hash) once the run has trained, and
+``final_episodes.jsonl.gz`` (every episode of the final evaluation at each temperature) once it
+has been evaluated. A run with both is skipped; one with ``arena.json`` alone is only
+evaluated; one with a checkpoint resumes from it; one killed before its first checkpoint starts
+again. A trained run's checkpoints are removed (``final/`` stays). A report folder's copy of a
+finished run (its small files, see :func:`~arlarena_baselines.arena.report.write_report`) is
+finished too, so :func:`restore_finished` lets an arena of several sittings go on from its
+committed report.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from arlarena_baselines.trainer.policy import Policy, env_factory
 from arlarena_baselines.trainer.rl import RLTrainer
 from arlarena_baselines.trainer.runs import TorchThreads, config_file, prepare_run_dir
 from arlarena_baselines.trainer.tracking import MetricsLogger, episode_record
+from wrappers.agents.weights import files_digest
 
 __all__ = [
     "FINAL_FILE",
@@ -73,6 +75,7 @@ __all__ = [
     "run_finished",
     "run_one",
     "saved_config",
+    "start_weights",
     "steps_done",
     "total_steps",
 ]
@@ -126,9 +129,21 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
-    """Refuse a run folder that holds a run of other settings (it would be skipped or resumed
-    as if it were this one)."""
+def start_weights(config: TrainConfig) -> str | None:
+    """The content hash of the runs' starting weights (``model.name``'s weight files; ``None``
+    for a hub id), which each run's ``arena.json`` keeps: a start rebuilt on a machine with
+    other float kernels (or by other code) has other weights, and runs from it would not pair
+    with those made before."""
+    return files_digest(config.model.name)
+
+
+def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path,
+                 weights: str | None = None) -> None:
+    """Refuse a run folder that holds a run of other settings or from other starting weights
+    (it would be skipped or resumed as if it were this one). ``weights`` is the start's
+    :func:`start_weights` where the caller has it (hashed here otherwise); a run that predates
+    the record, or a start with none, is not checked."""
+    _check_start(spec.folder(root), config, weights)
     saved = config_file(spec.folder(root), "rl")
     if not saved.is_file():
         return
@@ -151,6 +166,21 @@ def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path) -> None:
         raise ValueError(
             f"{spec.folder(root)} holds a run with other settings ({'; '.join(changed[:4])}): "
             "remove it or choose another --out"
+        )
+
+
+def _check_start(folder: Path, config: TrainConfig, weights: str | None) -> None:
+    record = folder / RECORD_FILE
+    kept = json.loads(record.read_text()).get("start_weights") if record.is_file() else None
+    if kept is None:
+        return
+    now = weights if weights is not None else start_weights(config)
+    if now is not None and now != kept:
+        raise ValueError(
+            f"{folder} holds a run from other starting weights ({kept}; {config.model.name} "
+            f"is {now}): a start rebuilt on another machine's float kernels or by other code "
+            "does not pair with it; start the arena afresh (another --out, no --from) or "
+            "bring back that start"
         )
 
 
@@ -190,15 +220,19 @@ def restorable(spec: RunSpec, source: str | Path, root: str | Path) -> bool:
     return not run_finished(spec, root) and run_finished(spec, source)
 
 
-def restore_finished(runs: list[RunSpec], source: str | Path, root: str | Path) -> int:
+def restore_finished(runs: list[RunSpec], base: TrainConfig, source: str | Path,
+                     root: str | Path) -> int:
     """Copy each run of ``runs`` that is :func:`restorable` from ``source`` into ``root`` (in
     place of an unfinished copy, whose work the finished one supersedes); return how many.
     ``source`` is typically a report folder: an arena that runs in sittings on different
-    machines goes on from the runs its last report committed."""
+    machines goes on from the runs its last report committed. A run there of other settings
+    or from other starting weights (:func:`check_folder`) is refused before any is copied."""
+    weights = start_weights(base)
+    todo = [spec for spec in runs if restorable(spec, source, root)]
+    for spec in todo:
+        check_folder(spec, spec.config(base, root), source, weights)
     restored = 0
-    for spec in runs:
-        if not restorable(spec, source, root):
-            continue
+    for spec in todo:
         shutil.rmtree(spec.folder(root), ignore_errors=True)
         shutil.copytree(spec.folder(source), spec.folder(root))
         restored += 1
@@ -314,6 +348,7 @@ def _train_or_evaluate(spec: RunSpec, config: TrainConfig, root: str | Path,
         "steps": steps,
         "resumed_from": start_step,
         "wall_s": round(time.perf_counter() - start, 1),
+        "start_weights": start_weights(config),
     }
     atomic_write_text(folder / RECORD_FILE, json.dumps(record, indent=1) + "\n")
     shutil.rmtree(folder / "checkpoints", ignore_errors=True)
@@ -346,7 +381,7 @@ def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs:
     run)."""
     with holding(root), terminate_as_interrupt():
         if restore_from is not None:
-            restored = restore_finished(runs, restore_from, root)
+            restored = restore_finished(runs, base, restore_from, root)
             if progress and restored:
                 print(f"arena: {restored} finished runs copied from {restore_from}",
                       file=sys.stderr)
@@ -356,8 +391,9 @@ def run_arena(runs: list[RunSpec], base: TrainConfig, root: str | Path, *, jobs:
 def _run_all(runs: list[RunSpec], base: TrainConfig, root: str | Path, jobs: int,
              progress: bool) -> list[tuple[RunSpec, str]]:
     configs = {spec: spec.config(base, root) for spec in runs}
+    weights = start_weights(base)
     for spec, config in configs.items():
-        check_folder(spec, config, root)
+        check_folder(spec, config, root, weights)
     steps = {spec: total_steps(spec, config) for spec, config in configs.items()}
     done = {spec: steps_done(spec, root, steps[spec]) for spec in runs}
     pending = [s for s in runs if not run_finished(s, root)]

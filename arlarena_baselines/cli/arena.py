@@ -113,8 +113,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="runs at once, each in its own process (default 1)")
     train.add_argument("--dry-run", action="store_true",
                        help="list the planned runs, their steps and state (finished, restore "
-                       "from --from, resume, new), refusing a folder of other settings as a "
-                       "run would; train nothing")
+                       "from --from, resume, new), refusing a folder of other settings or "
+                       "starting weights as a run would; train nothing")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -214,18 +214,20 @@ def _list_runs(runs: list[RunSpec], base: TrainConfig, out: str,
         check_folder,
         restorable,
         run_finished,
+        start_weights,
         steps_done,
         total_steps,
     )
 
+    weights = start_weights(base)
     for spec in runs:
         config = spec.config(base, out)
         steps = total_steps(spec, config)
-        check_folder(spec, config, out)
+        check_folder(spec, config, out, weights)
         finished = run_finished(spec, out)
         restore = restore_from is not None and restorable(spec, restore_from, out)
         if restore:
-            check_folder(spec, config, restore_from)
+            check_folder(spec, config, restore_from, weights)
         done = steps if restore else steps_done(spec, out, steps)
         state = ("finished" if finished else "restore" if restore
                  else "resume" if spec.folder(out).exists() else "new")
