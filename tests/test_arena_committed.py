@@ -1,7 +1,8 @@
-"""The committed arena (docs/arena/): its runs are finished runs of ``make arena``'s plan, with
-its settings, and its report is what those runs' files rebuild. ``make arena`` is made in
-sittings (``--from docs/arena``), so the folder may hold part of the plan; the arena page
-(docs/arena.md) says which part."""
+"""The committed arenas (docs/arena/, and the off-policy one in docs/arena-offpolicy/): their
+runs are finished runs of ``make arena``'s (``make arena-offpolicy``'s) plan, with its
+settings, and each report is what its runs' files rebuild. Both are made in sittings (``--from``
+their folder), so a folder may hold part of its plan; the arena page (docs/arena.md) says
+which part."""
 
 from __future__ import annotations
 
@@ -9,21 +10,29 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from arlarena_baselines.arena.report import write_report
 from arlarena_baselines.arena.runner import RECORD_FILE
 from arlarena_baselines.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "docs" / "arena"
+OFFPOLICY = ROOT / "docs" / "arena-offpolicy"
+
+
+def _invocations(variable: str) -> list[list[str]]:
+    """The arguments of each ``$(VARIABLE)`` line of the Makefile, with the variable's own
+    (continued lines joined)."""
+    makefile = re.sub(r"\\\n\s*", " ", (ROOT / "Makefile").read_text())
+    base = shlex.split(re.search(rf"^{variable} := \S+ arena (.*)$", makefile, re.M).group(1))
+    return [base + shlex.split(line) for line in
+            re.findall(rf"^\t\$\({variable}\) (.*)$", makefile, re.M)]
 
 
 def _make_arena_invocations() -> list[list[str]]:
-    """The arguments of each ``$(ARENA)`` line of the Makefile's ``arena`` target, with the
-    ``ARENA`` variable's own (continued lines joined)."""
-    makefile = re.sub(r"\\\n\s*", " ", (ROOT / "Makefile").read_text())
-    base = shlex.split(re.search(r"^ARENA := \S+ arena (.*)$", makefile, re.M).group(1))
-    return [base + shlex.split(line) + BEFORE_SPLIT for line in
-            re.findall(r"^\t\$\(ARENA\) (.*)$", makefile, re.M)]
+    """``make arena``'s invocations, pinned to the levels its committed runs were made on."""
+    return [args + BEFORE_SPLIT for args in _invocations("ARENA")]
 
 
 BEFORE_SPLIT = ["--set", "rollout.reset_options={}", "--set", "eval.reset_options=null"]
@@ -48,17 +57,22 @@ def test_make_arena_plans_the_issues_runs(capsys, monkeypatch, tmp_path):
     assert counts == [1 + 13, 6 * 3 * 3 * 2, 3 + 8 * 3]
 
 
-def test_the_committed_runs_are_finished_runs_of_make_arenas_plan(capsys, monkeypatch):
+@pytest.mark.parametrize(("folder", "variable"), [(COMMITTED, "ARENA"),
+                                                 (OFFPOLICY, "ARENA_OFFPOLICY")],
+                         ids=["arena", "arena-offpolicy"])
+def test_the_committed_runs_are_finished_runs_of_their_plan(folder, variable, capsys,
+                                                             monkeypatch):
     monkeypatch.chdir(ROOT)
+    invocations = _make_arena_invocations() if variable == "ARENA" else _invocations(variable)
     finished: set[str] = set()
-    for args in _make_arena_invocations():
-        finished |= {folder for state, folder in _planned(args, COMMITTED, capsys)
-                     if state == "finished"}
-    committed = {str(p.parent) for p in COMMITTED.rglob(RECORD_FILE)}
+    for args in invocations:
+        finished |= {run for state, run in _planned(args, folder, capsys) if state == "finished"}
+    committed = {str(p.parent) for p in folder.rglob(RECORD_FILE)}
     assert committed and committed == finished
 
 
-def test_the_committed_report_is_what_its_runs_rebuild(tmp_path):
-    write_report(COMMITTED, tmp_path)
+@pytest.mark.parametrize("folder", [COMMITTED, OFFPOLICY], ids=["arena", "arena-offpolicy"])
+def test_the_committed_report_is_what_its_runs_rebuild(folder, tmp_path):
+    write_report(folder, tmp_path)
     for name in ("arena.md", "arena.csv"):
-        assert (tmp_path / name).read_text() == (COMMITTED / name).read_text(), name
+        assert (tmp_path / name).read_text() == (folder / name).read_text(), name
