@@ -1,11 +1,15 @@
 """pytest's root configuration: the skip policy (``tests/skip_policy.py``) for every run, one
-torch / OpenMP thread per pytest-xdist worker, the long test modules first, and torch
-inductor's cache kept apart per ``ATEN_CPU_CAPABILITY``."""
+torch / OpenMP thread per pytest-xdist worker, the long test modules first, torch inductor's
+cache kept apart per ``ATEN_CPU_CAPABILITY``, and a run refused at once when the temporary
+folder lacks the room it needs."""
 
 import getpass
 import os
+import shutil
 import sys
 import tempfile
+
+import pytest
 
 pytest_plugins = ["tests.skip_policy"]
 
@@ -36,6 +40,26 @@ LONG_MODULES = (  # seconds of one worker's time in `make test` (2026-12-05), lo
 the order collected (its own reordering by test count, which put the one-test modules of 30 s
 last, is turned off), so the long ones overlap and the short ones even out the end. A module
 missing here only runs later; nothing depends on the order."""
+
+
+def pytest_addoption(parser) -> None:
+    parser.addini("tmp_free_mb", "free space (MB) the run needs in the temporary folder; short "
+                  "of it, the run stops before it starts", default="0")
+
+
+def pytest_sessionstart(session) -> None:
+    """Stop at once, with what to do, when the temporary folder has less room than pyproject's
+    ``tmp_free_mb``: a full disk mid-run fails hundreds of tests with errors that name no cause.
+    Checked once, in the main process."""
+    if hasattr(session.config, "workerinput"):
+        return
+    need = int(session.config.getini("tmp_free_mb"))
+    folder = tempfile.gettempdir()
+    free = shutil.disk_usage(folder).free >> 20
+    if free < need:
+        pytest.exit(f"{folder} has {free} MB free; the tests need {need} MB there "
+                    "(bench/suite_disk.py measures them): free some space, or point TMPDIR at a "
+                    "disk that has it", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_configure(config) -> None:

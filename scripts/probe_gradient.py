@@ -109,9 +109,10 @@ def main() -> None:
     mixes = [float(w) for w in args.mix.split(",") if w.strip()]
     if args.batches < 2:
         parser.error("--batches must be at least 2: a cosine needs two batches")
+    out = tempfile.TemporaryDirectory(prefix="probe-gradient-")  # the trainer's; nothing kept
     config = load_config(args.config or None, [
         f"model.name={args.model}", "run.progress=false", "run.tensorboard=false",
-        f"run.out={tempfile.mkdtemp(prefix='probe-gradient-')}", *args.set,
+        f"run.out={out.name}", *args.set,
     ])
     r = config.rollout
     episodes = r.n_groups * r.group_size
@@ -133,6 +134,7 @@ def main() -> None:
                   f"success {won:.3f}, valid format {valid:.3f}", flush=True)
     finally:
         trainer.close()
+        out.cleanup()
     for w in mixes:
         mixed = [g + w * f for g, f in zip(grads["success"], grads["format"], strict=True)]
         grads[f"success + {w:g} x format"] = mixed

@@ -27,10 +27,10 @@ def prompt(actions: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def policy(tmp_path_factory):
+def policy(module_tmp):
     tokenizer = smollm2_tokenizer()
     folder = save_model(tiny_model(ModelConfig(name="tiny", init_seed=3), tokenizer), tokenizer,
-                        tmp_path_factory.mktemp("tiny"))
+                        module_tmp("tiny"))
     policy = Policy.load(load_config("configs/recipe/alfworld-rl.yaml", [
         f"model.name={folder}", "model.task_vocab=false"]))
     policy.model.eval()

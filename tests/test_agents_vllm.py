@@ -23,11 +23,11 @@ TOP_K = 5
 
 
 @pytest.fixture(scope="module")
-def tiny(isolated_cache, tmp_path_factory):
+def tiny(isolated_cache, module_tmp):
     """``(folder, model, tokenizer)``: the tiny trainer model saved as a model folder."""
     tokenizer = smollm2_tokenizer()
     model = tiny_model(ModelConfig(name="tiny"), tokenizer)
-    folder = tmp_path_factory.mktemp("tiny")
+    folder = module_tmp("tiny")
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder, model, tokenizer

@@ -25,9 +25,9 @@ _SPEC.loader.exec_module(alfworld_compare)
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
+def model(module_tmp):
     tokenizer = smollm2_tokenizer()
-    folder = tmp_path_factory.mktemp("tiny")
+    folder = module_tmp("tiny")
     return str(save_model(tiny_model(ModelConfig(name="tiny"), tokenizer), tokenizer, folder))
 
 

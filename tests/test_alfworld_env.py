@@ -26,8 +26,8 @@ BEDROOM_SIMPLE, BATHROOM_CLEAN = 7, 0  # small OOD games (FloorPlan308 / FloorPl
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("alfworld-cache")
+def cache(module_tmp):
+    return module_tmp("alfworld-cache")
 
 
 @pytest.fixture(scope="module")

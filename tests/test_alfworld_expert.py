@@ -17,8 +17,8 @@ OOD = "eval_out_of_distribution"
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    env = ALFWorldEnv(cache_dir=tmp_path_factory.mktemp("alfworld-cache"))
+def env(module_tmp):
+    env = ALFWorldEnv(cache_dir=module_tmp("alfworld-cache"))
     yield env
     env.close()
 

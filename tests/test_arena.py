@@ -469,9 +469,9 @@ def test_reference_kl_logs_the_kl_shares_without_changing_training(tmp_path):
 
 # -- running: the command, skip, resume, the report -------------------------------------------
 @pytest.fixture(scope="module")
-def arena(tmp_path_factory):
+def arena(module_tmp):
     """``arlarena arena`` for GRPO and CISPO × 2 steps (with CISPO's KL stabiliser row)."""
-    root = tmp_path_factory.mktemp("arena")
+    root = module_tmp("arena")
     code = main(["arena", *ARGS, "--methods", "GRPO,CISPO", "--staleness", "0",
                  "--stabiliser-batch", "1", "--out", str(root)])
     assert code == 0

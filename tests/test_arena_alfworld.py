@@ -31,13 +31,13 @@ LABELS = [f"{m}/seed{s}" for m in ("GRPO", "GiGPO", "SAMPO") for s in (0, 1)]
 
 
 @pytest.fixture(scope="module")
-def summary(tmp_path_factory) -> Path:
+def summary(module_tmp) -> Path:
     """The comparison's summary.json: the start and six runs (three methods × two seeds; all
     the same untrained model) on the first two games of both held-out splits."""
     tokenizer = smollm2_tokenizer()
     model = str(save_model(tiny_model(ModelConfig(name="tiny"), tokenizer), tokenizer,
-                           tmp_path_factory.mktemp("tiny")))
-    out = tmp_path_factory.mktemp("compare")
+                           module_tmp("tiny")))
+    out = module_tmp("compare")
     assert alfworld_compare.main([
         "--bc", model, "--rl", *[model] * len(LABELS), "--labels", ",".join(LABELS),
         "--out", str(out), "--splits", "id,ood", "--episodes", "2", "--sweep", "0,1.0",
@@ -47,9 +47,9 @@ def summary(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def arena(tmp_path_factory) -> Path:
+def arena(module_tmp) -> Path:
     """A finished arena: GRPO, one step, and the start."""
-    root = tmp_path_factory.mktemp("arena")
+    root = module_tmp("arena")
     assert main(["arena", "--model", "tiny", "--env", "ARLArena/Bandit-v0", "--steps", "1",
                  *(f"--set={o}" for o in (
                      "rollout.n_groups=2", "rollout.group_size=2", "rollout.max_new_tokens=8",

@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("isolated_cache")]
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory):
+def engine(module_tmp):
     """``(actor, model, tokenizer)``: OpenRLHF's vLLM actor on the tiny model, in Ray."""
     tokenizer = smollm2_tokenizer()
     model = tiny_model(ModelConfig(name="tiny"), tokenizer).eval()
@@ -53,7 +53,7 @@ def engine(tmp_path_factory):
         gen = torch.Generator().manual_seed(0)
         direction = torch.randn(model.config.hidden_size, generator=gen)
         model.lm_head.weight[tokenizer.eos_token_id] = 9.0 * direction / direction.norm()
-    folder = tmp_path_factory.mktemp("tiny")
+    folder = module_tmp("tiny")
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     env = runtime_env(LAUNCH)

@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,9 @@ LINEAR = {"GRPO": [], "GiGPO": ["rl.method=GiGPO", "rl.method_overrides={gigpo_m
 
 
 @pytest.fixture(scope="module", params=sorted(LINEAR))
-def trainer(request, tmp_path_factory):
+def trainer(request, module_tmp):
     config = load_config(None, [*SETTINGS, *LINEAR[request.param],
-                                f"run.out={tmp_path_factory.mktemp('run')}"])
+                                f"run.out={module_tmp('run')}"])
     trainer = RLTrainer(config)
     yield trainer
     trainer.close()
@@ -90,7 +91,11 @@ def test_the_script_writes_each_parts_cosines(tmp_path, monkeypatch):
     argv = ["probe_gradient.py", "--config", "", "--model", "tiny", "--batches", "3",
             "--json", str(out), "--mix", "3", *[arg for s in SETTINGS[1:] for arg in ("--set", s)]]
     monkeypatch.setattr(sys, "argv", argv)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     probe_gradient.main()
+    assert not any(scratch.iterdir())  # the trainer's run folder is gone with the script
     result = json.loads(out.read_text())
     assert result["batches"] == 3 and result["episodes"] == 8
     for part in probe_gradient.PARTS:

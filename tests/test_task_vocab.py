@@ -35,8 +35,8 @@ RECIPE = ["model.name=tiny", "model.hidden_size=64", "model.num_layers=2", "mode
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    return load_config(None, [*RECIPE, f"run.out={tmp_path_factory.mktemp('run')}"])
+def config(module_tmp):
+    return load_config(None, [*RECIPE, f"run.out={module_tmp('run')}"])
 
 
 @pytest.fixture(scope="module")

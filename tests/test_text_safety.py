@@ -134,11 +134,11 @@ def test_the_text_space_is_a_gymnasium_text_space_over_all_of_unicode():
 
 # -- every env, bare and wrapped -------------------------------------------------------------
 @pytest.fixture(scope="module", params=list(ENVS))
-def made(request, tmp_path_factory):
+def made(request, module_tmp):
     name = request.param
     env_id, kwargs, options = ENVS[name]
     if name == "alfworld":
-        kwargs = {**kwargs, "cache_dir": str(tmp_path_factory.mktemp("alfworld"))}
+        kwargs = {**kwargs, "cache_dir": str(module_tmp("alfworld"))}
     env = gym.make(env_id, **kwargs)
     yield name, env, options
     env.close()

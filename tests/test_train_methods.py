@@ -45,9 +45,9 @@ DIAGNOSTICS = (
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory):
+def warm(module_tmp):
     """The tiny model after behaviour cloning on one well-formed answer per arm."""
-    root = tmp_path_factory.mktemp("warm")
+    root = module_tmp("warm")
     prompt, _ = EnvFactory(BANDIT)().reset(seed=0)
     records = []
     for k, arm in enumerate(ARMS):

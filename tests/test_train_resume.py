@@ -34,18 +34,18 @@ STEPS = 5
 
 
 @pytest.fixture(scope="module")
-def env_vars(tmp_path_factory):
+def env_vars(module_tmp):
     """Caches go to a temporary folder, here and in the subprocesses."""
-    cache = str(tmp_path_factory.mktemp("cache"))
+    cache = str(module_tmp("cache"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ARLARENA_CACHE", cache)
         yield {**os.environ, "ARLARENA_CACHE": cache}
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory, env_vars):
+def warm(module_tmp, env_vars):
     """A briefly cloned tiny model: some answers well-formed, so rewards (and updates) vary."""
-    root = tmp_path_factory.mktemp("warm")
+    root = module_tmp("warm")
     prompt, _ = EnvFactory(BANDIT)().reset(seed=0)
     lines = []
     for k, arm in enumerate(("red", "green", "blue", "yellow")):

@@ -29,10 +29,10 @@ GENERATIONS = 2
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> str:
+def tiny(module_tmp) -> str:
     """A tiny random Llama saved as a folder (TRL loads its reference model from the path)."""
     tokenizer = smollm2_tokenizer()
-    folder = tmp_path_factory.mktemp("tiny")
+    folder = module_tmp("tiny")
     return str(save_model(tiny_model(ModelConfig(name="tiny"), tokenizer), tokenizer, folder))
 
 

@@ -52,10 +52,10 @@ def wait_ready(server: subprocess.Popen, url: str, log: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[str]:
+def served(module_tmp) -> Iterator[str]:
     """The base URL of ``vllm serve`` running the tiny model as ``tiny``."""
     pytest.importorskip("vllm")
-    root = tmp_path_factory.mktemp("serve")
+    root = module_tmp("serve")
     env = {**os.environ, "ARLARENA_CACHE": str(root / "cache"), "VLLM_LOGGING_LEVEL": "WARNING"}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ARLARENA_CACHE", env["ARLARENA_CACHE"])
