@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -57,15 +58,15 @@ def test_make_arena_plans_the_issues_runs(capsys, monkeypatch, tmp_path):
     assert counts == [1 + 13, 6 * 3 * 3 * 2, 3 + 8 * 3]
 
 
-@pytest.mark.parametrize(("folder", "variable"), [(COMMITTED, "ARENA"),
-                                                 (OFFPOLICY, "ARENA_OFFPOLICY")],
+@pytest.mark.parametrize(("folder", "invocations"),
+                         [(COMMITTED, _make_arena_invocations),
+                          (OFFPOLICY, partial(_invocations, "ARENA_OFFPOLICY"))],
                          ids=["arena", "arena-offpolicy"])
-def test_the_committed_runs_are_finished_runs_of_their_plan(folder, variable, capsys,
+def test_the_committed_runs_are_finished_runs_of_their_plan(folder, invocations, capsys,
                                                              monkeypatch):
     monkeypatch.chdir(ROOT)
-    invocations = _make_arena_invocations() if variable == "ARENA" else _invocations(variable)
     finished: set[str] = set()
-    for args in invocations:
+    for args in invocations():
         finished |= {run for state, run in _planned(args, folder, capsys) if state == "finished"}
     committed = {str(p.parent) for p in folder.rglob(RECORD_FILE)}
     assert committed and committed == finished
