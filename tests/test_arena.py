@@ -293,6 +293,20 @@ def test_findings_judge_collapse_and_masking_by_the_collapse_detector():
     assert _verdicts(*calm)[masking] == "not run"
 
 
+def test_the_clipping_finding_names_the_seeds_each_method_rests_on():
+    """A grid made in sittings may hold one seed of SAPO beside three of CISPO: a verdict of
+    "no collapse" on one seed says less, and the evidence shows it."""
+    runs = [_config("CISPO", "base", "base", 0.5, STEADY, seeds=(0, 1, 2)),
+            _config("SAPO", "base", "base", 0.5, STEADY),
+            _config("GSPO", "base", "base", 0.5, STEADY, seeds=(0, 1))]
+    configs = summarize([run for group in runs for run in group])
+    evidence = {f.claim: f.evidence for f in judge(configs, select_configs(configs))}
+    clipping = evidence["Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping "
+                        "(GSPO) stays stable."]
+    assert [part.split(":")[0] for part in clipping.split("; ")] == [
+        "CISPO base (3 seeds)", "SAPO base (1 seed)", "GSPO base (2 seeds)"]
+
+
 def _stress(method, lr, k, collapse):
     return _config(method, "stress", f"stress-lr={lr}+mini_batches={k}", 0.5, STEADY,
                    collapse_at=4 if collapse else None,

@@ -101,8 +101,11 @@ def _combined(verdicts: Sequence[str]) -> str:
 
 
 def _state(config: Configuration) -> str:
+    """A configuration's collapses and stability, with the seeds they rest on (a grid made in
+    sittings may hold fewer of one method's seeds than of another's)."""
     collapses = ", ".join(f"step {step} (seed {seed})" for seed, step in config.collapses)
-    return (f"{config.method} {config.setting}: "
+    seeds = len(config.seeds)
+    return (f"{config.method} {config.setting} ({seeds} seed{'s' if seeds != 1 else ''}): "
             f"{'collapsed at ' + collapses if collapses else 'no collapse'}, "
             f"{'stable' if config.stable else 'unstable'} (var {config.variance:.3g})")
 
