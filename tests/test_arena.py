@@ -236,9 +236,19 @@ def test_a_configuration_is_stable_only_if_every_seed_is():
 STEADY = [0.5] * 10
 
 
-def _verdicts(*runs):
+def _findings(*runs):
+    """Each finding the arena judges on ``runs`` (groups of runs, as :func:`_config` makes),
+    by its claim."""
     configs = summarize([run for group in runs for run in group])
-    return {f.claim: f.verdict for f in judge(configs, select_configs(configs))}
+    return {f.claim: f for f in judge(configs, select_configs(configs))}
+
+
+def _verdicts(*runs):
+    return {claim: f.verdict for claim, f in _findings(*runs).items()}
+
+
+def _evidence(*runs):
+    return {claim: f.evidence for claim, f in _findings(*runs).items()}
 
 
 def test_findings_judge_held_out_differences_by_their_standard_error():
@@ -261,12 +271,10 @@ def test_a_finding_names_the_seeds_and_runs_its_difference_is_paired_on():
     """A method run on fewer seeds limits the pairing to the seeds it shares: the evidence
     says so, rather than counting every configuration's runs."""
     three = (0, 1, 2)
-    configs = summarize([run for group in (
-        _config("GRPO", "base", "base", 0.5, STEADY, seeds=three),
-        _config("GiGPO", "base", "base", 0.6, STEADY, seeds=three),
-        _config("DAPO_GRPO", "base", "base", 0.5, STEADY),
-        _config("DAPO_GiGPO", "base", "base", 0.7, STEADY, seeds=three)) for run in group])
-    evidence = {f.claim: f.evidence for f in judge(configs, select_configs(configs))}
+    evidence = _evidence(_config("GRPO", "base", "base", 0.5, STEADY, seeds=three),
+                         _config("GiGPO", "base", "base", 0.6, STEADY, seeds=three),
+                         _config("DAPO_GRPO", "base", "base", 0.5, STEADY),
+                         _config("DAPO_GiGPO", "base", "base", 0.7, STEADY, seeds=three))
     assert evidence["GiGPO beats GRPO."].endswith("(n = 30; seeds 0, 1, 2: 6 runs)")
     assert evidence["DAPO's filtering helps GiGPO more than GRPO."].endswith(
         "their difference +0.100 ± 0.100 (n = 10; seed 0: 4 runs)")
@@ -296,11 +304,9 @@ def test_findings_judge_collapse_and_masking_by_the_collapse_detector():
 def test_the_clipping_finding_names_the_seeds_each_method_rests_on():
     """A grid made in sittings may hold one seed of SAPO beside three of CISPO: a verdict of
     "no collapse" on one seed says less, and the evidence shows it."""
-    runs = [_config("CISPO", "base", "base", 0.5, STEADY, seeds=(0, 1, 2)),
-            _config("SAPO", "base", "base", 0.5, STEADY),
-            _config("GSPO", "base", "base", 0.5, STEADY, seeds=(0, 1))]
-    configs = summarize([run for group in runs for run in group])
-    evidence = {f.claim: f.evidence for f in judge(configs, select_configs(configs))}
+    evidence = _evidence(_config("CISPO", "base", "base", 0.5, STEADY, seeds=(0, 1, 2)),
+                         _config("SAPO", "base", "base", 0.5, STEADY),
+                         _config("GSPO", "base", "base", 0.5, STEADY, seeds=(0, 1)))
     clipping = evidence["Tolerant clipping (CISPO, SAPO) collapses; sequence-level clipping "
                         "(GSPO) stays stable."]
     assert [part.split(":")[0] for part in clipping.split("; ")] == [
