@@ -211,7 +211,10 @@ arena: $(VENV)/.installed-run
 # (docs/arena.md, "Sizing"): 48-55 min a run on one core, ~25 core-hours for the 30 runs; made
 # in sittings, each going on from the finished runs
 # docs/arena-offpolicy holds (--from; after an interruption:
-# `arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy`).
+# `arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy`). Its runs start from
+# the BC that torch's AVX-512 CPU kernels build (weights 8c48fe52e564ecb3): on a machine without
+# them the BC comes out otherwise and the arena refuses to go on from those runs (docs/arena.md,
+# "The grid's start").
 ARENA_OFFPOLICY := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena-offpolicy.yaml \
 	--jobs 2 --out runs/arena-offpolicy --from docs/arena-offpolicy --final-temperatures 1.0,0.4 \
 	--final-episodes 1024 --no-stabilisers --staleness 0

@@ -602,10 +602,11 @@ def test_an_arena_goes_on_from_the_finished_runs_of_a_report_folder(arena, tmp_p
 
 
 def test_runs_from_other_starting_weights_are_refused(arena, tmp_path, capsys):
-    """Each run's record keeps its start's weights hash. A start rebuilt with other weights
-    under the same path (a BC retrained on a machine with other float kernels) pairs with none
-    of those runs: the arena refuses them in its folder and from ``--from``, before it copies
-    or trains anything."""
+    """Each run's record keeps its start's weights hash and the CPU kernels it trained on. A
+    start rebuilt with other weights under the same path (a BC retrained on a machine with
+    other float kernels) pairs with none of those runs: the arena refuses them in its folder
+    and from ``--from``, before it copies or trains anything, naming the kernels the runs were
+    made on and this machine's."""
     from transformers import AutoModelForCausalLM
 
     from wrappers.agents.weights import files_digest
@@ -618,16 +619,23 @@ def test_runs_from_other_starting_weights_are_refused(arena, tmp_path, capsys):
     assert main([*args, "--out", str(out)]) == 0
     records = [json.loads(p.read_text()) for p in out.rglob(RECORD_FILE)]
     assert len(records) == 2 and {r["start_weights"] for r in records} == {files_digest(start)}
+    here = torch.backends.cpu.get_cpu_capability()
+    assert {r["cpu_kernels"] for r in records} == {here}
     assert main(["arena", "--report", str(out), "--out", str(docs)]) == 0
+    for path in docs.rglob(RECORD_FILE):  # as if the committed runs were made elsewhere
+        path.write_text(json.dumps({**json.loads(path.read_text()), "cpu_kernels": "ELSEWHERE"}))
     model = AutoModelForCausalLM.from_pretrained(start)
     with torch.no_grad():
         next(model.parameters()).add_(1e-3)
     model.save_pretrained(start)
-    for target in (["--out", str(out)], ["--out", str(fresh), "--from", str(docs)]):
+    for target, made in ((["--out", str(out)], here),
+                         (["--out", str(fresh), "--from", str(docs)], "ELSEWHERE")):
         for dry in ([], ["--dry-run"]):
             capsys.readouterr()
             assert main([*args, *target, *dry]) == 2
-            assert "holds a run from other starting weights" in capsys.readouterr().err
+            err = capsys.readouterr().err
+            assert "holds a run from other starting weights" in err
+            assert f"trained on {made} CPU kernels" in err and f"this machine runs {here})" in err
     assert not (fresh / "GRPO").exists() and not (fresh / "checkpoint").exists()
 
 

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 from tqdm.auto import tqdm
 
@@ -67,6 +68,7 @@ __all__ = [
     "ArenaBusyError",
     "ArenaTrainer",
     "check_folder",
+    "cpu_kernels",
     "final_evaluation",
     "holding",
     "restorable",
@@ -137,6 +139,14 @@ def start_weights(config: TrainConfig) -> str | None:
     return files_digest(config.model.name)
 
 
+def cpu_kernels() -> str:
+    """The family of torch's CPU float kernels in use here (``AVX512``, ``AVX2``, ...; the
+    machine's best unless ``ATEN_CPU_CAPABILITY`` caps it). Trained weights follow it, so each
+    run's ``arena.json`` keeps it beside ``start_weights``: a refused start names the kernels
+    its runs need."""
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path,
                  weights: str | None = None) -> None:
     """Refuse a run folder that holds a run of other settings or from other starting weights
@@ -171,16 +181,19 @@ def check_folder(spec: RunSpec, config: TrainConfig, root: str | Path,
 
 def _check_start(folder: Path, config: TrainConfig, weights: str | None) -> None:
     record = folder / RECORD_FILE
-    kept = json.loads(record.read_text()).get("start_weights") if record.is_file() else None
+    saved = json.loads(record.read_text()) if record.is_file() else {}
+    kept = saved.get("start_weights")
     if kept is None:
         return
     now = weights if weights is not None else start_weights(config)
     if now is not None and now != kept:
+        made = saved.get("cpu_kernels", "unrecorded")
         raise ValueError(
-            f"{folder} holds a run from other starting weights ({kept}; {config.model.name} "
-            f"is {now}): a start rebuilt on another machine's float kernels or by other code "
-            "does not pair with it; start the arena afresh (another --out, no --from) or "
-            "bring back that start"
+            f"{folder} holds a run from other starting weights ({kept}, trained on {made} CPU "
+            f"kernels; {config.model.name} is {now}; this machine runs {cpu_kernels()}): a start "
+            "rebuilt on another machine's float kernels or by other code does not pair with "
+            "it; start the arena afresh (another --out, no --from) or bring back that start "
+            "(a BC rebuilt by the same code on a machine with the run's kernels is that start)"
         )
 
 
@@ -349,6 +362,7 @@ def _train_or_evaluate(spec: RunSpec, config: TrainConfig, root: str | Path,
         "resumed_from": start_step,
         "wall_s": round(time.perf_counter() - start, 1),
         "start_weights": start_weights(config),
+        "cpu_kernels": cpu_kernels(),
     }
     atomic_write_text(folder / RECORD_FILE, json.dumps(record, indent=1) + "\n")
     shutil.rmtree(folder / "checkpoints", ignore_errors=True)
