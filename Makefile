@@ -202,28 +202,43 @@ arena: $(VENV)/.installed-run
 	$(ARENA) --methods GRPO,SAMPO,GSPO,CISPO,SAPO,GiGPO,DAPO_GRPO,DAPO_GiGPO --seeds 3 --no-stabilisers --staleness 0
 	$(VENV)/bin/arlarena arena --report runs/arena --out docs/arena
 
-# `make arena-offpolicy`: the arena in the study's regime (issue 51), into docs/arena-offpolicy:
-# every method updating off-policy (4 update mini-batches a step), a KL term, 64-step runs,
-# DAPO's cold start scaled to the run (configs/recipe/sokoban-arena-offpolicy.yaml says why).
-# First GRPO on seed 0 alone: the sizing run, whose wall time budgets the grid and whose curve
-# shows whether GRPO learns at this learning rate (stop and change rl.lr if not); then the ten
-# methods the findings name on 3 seeds; then the report with its runs' small files. Sized
-# (docs/arena.md, "Sizing"): 48-55 min a run on one core, ~25 core-hours for the 30 runs; made
-# in sittings, each going on from the finished runs
-# docs/arena-offpolicy holds (--from; after an interruption:
-# `arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy`). Its runs start from
-# the BC that torch's AVX-512 CPU kernels build (weights 8c48fe52e564ecb3): on a machine without
-# them the BC comes out otherwise and the arena refuses to go on from those runs (docs/arena.md,
-# "The grid's start").
-ARENA_OFFPOLICY := $(VENV)/bin/arlarena arena --config configs/recipe/sokoban-arena-offpolicy.yaml \
-	--jobs 2 --out runs/arena-offpolicy --from docs/arena-offpolicy --final-temperatures 1.0,0.4 \
-	--final-episodes 1024 --no-stabilisers --staleness 0
+# `make arena-offpolicy`: the arena in the study's regime (issue 51): every method updating
+# off-policy (4 update mini-batches a step), a KL term, 64-step runs, DAPO's cold start scaled to
+# the run (configs/recipe/sokoban-arena-offpolicy.yaml says why), each method on 3 seeds with its
+# final evaluation at T = 1 and 0.4, then the report with its runs' small files. Sized
+# (docs/arena.md, "Sizing"): 48-58 min a run on one core. Made in sittings, each going on from the
+# finished runs its docs folder holds (--from; after an interruption:
+# `arlarena arena --report RUNS --out DOCS`). In two blocks, each from its own BC start and each
+# with GRPO, so that every finding pairs its methods on one start (docs/arena.md, "The grid's two
+# starts"):
+# - findings 3 to 5 (GRPO, GiGPO, DAPO_GRPO, DAPO_GiGPO, SAMPO) into docs/arena-offpolicy-avx2,
+#   from the BC that torch's AVX2 CPU kernels build (runs/learn-bc-avx2, weights
+#   46d4b7f60ea959bf), which every machine here runs (ATEN_CPU_CAPABILITY=avx2 caps one with
+#   AVX-512 to them); its report has a section beside the first block (--beside), where finding
+#   5 is judged over both blocks' methods by their gains over each start;
+# - findings 1 and 2 (GRPO, GSPO, CISPO, SAPO, CISPO_SM, SAPO_SM; finished) into
+#   docs/arena-offpolicy, from the BC that AVX-512 kernels build (runs/learn-bc, weights
+#   8c48fe52e564ecb3): on a machine without them the BC comes out otherwise and the arena
+#   refuses to go on from those runs, naming both kernels. First GRPO on seed 0 alone: the sizing
+#   run, whose curve showed that GRPO learns at this learning rate.
+OFFPOLICY_ARGS := --config configs/recipe/sokoban-arena-offpolicy.yaml --jobs 2 \
+	--final-temperatures 1.0,0.4 --final-episodes 1024 --no-stabilisers --staleness 0
+ARENA_OFFPOLICY_AVX2 := $(VENV)/bin/arlarena arena $(OFFPOLICY_ARGS) \
+	--set model.name=runs/learn-bc-avx2/final --out runs/arena-offpolicy-avx2 \
+	--from docs/arena-offpolicy-avx2
+ARENA_OFFPOLICY := $(VENV)/bin/arlarena arena $(OFFPOLICY_ARGS) \
+	--out runs/arena-offpolicy --from docs/arena-offpolicy
 arena-offpolicy: $(VENV)/.installed-run
+	ATEN_CPU_CAPABILITY=avx2 $(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml \
+		--out runs/learn-bc-avx2 --resume
+	ATEN_CPU_CAPABILITY=avx2 $(ARENA_OFFPOLICY_AVX2) --seeds 3 \
+		--methods GRPO,GiGPO,DAPO_GRPO,DAPO_GiGPO,SAMPO
+	$(VENV)/bin/arlarena arena --report runs/arena-offpolicy-avx2 --out docs/arena-offpolicy-avx2 \
+		--beside docs/arena-offpolicy
 	$(VENV)/bin/arlarena train sft --config configs/recipe/sokoban-bc.yaml --resume
 	$(ARENA_OFFPOLICY) --methods GRPO
 	$(VENV)/bin/arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy
-	$(ARENA_OFFPOLICY) --seeds 3 \
-		--methods GRPO,GSPO,CISPO,SAPO,CISPO_SM,SAPO_SM,GiGPO,DAPO_GRPO,DAPO_GiGPO,SAMPO
+	$(ARENA_OFFPOLICY) --seeds 3 --methods GRPO,GSPO,CISPO,SAPO,CISPO_SM,SAPO_SM
 	$(VENV)/bin/arlarena arena --report runs/arena-offpolicy --out docs/arena-offpolicy
 
 lint: install

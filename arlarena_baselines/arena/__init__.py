@@ -22,6 +22,7 @@ per-method grid search; the stress grid) and figures.
 - :mod:`.tables`: number and markdown-table formatting;
 - :mod:`.report`: the tables (markdown, CSV), :func:`write_report`;
 - :mod:`.alfworld`: the report's ALFWorld section, from ``make arena-alfworld``'s comparison;
+- :mod:`.blocks`: the report's section across the two blocks of a grid made from two starts;
 - :mod:`.figures`: success curves, the diagnostics panel, the 8-group KL shares, the stress
   grid.
 

@@ -19,7 +19,10 @@ are loaded and grouped by :mod:`.results`. The tables:
   held-out success and the valid-format ratio fell, the peak KL to π_old and gradient norm,
   and the out-of-band token fractions by advantage sign; its figure;
 - ALFWorld (:mod:`.alfworld`), when the report is given the ALFWorld comparison's summary
-  (``alfworld``) or its folder keeps a copy of one (:data:`~.alfworld.SUMMARY_FILE`).
+  (``alfworld``) or its folder keeps a copy of one (:data:`~.alfworld.SUMMARY_FILE`);
+- beside the other block (:mod:`.blocks`), when the runs are one block of a grid made from two
+  starts and the report is given the other block's folder (``beside``) or keeps its path
+  (:data:`~.blocks.BESIDE_FILE`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import numpy as np
 
 from arlarena_baselines.algos import metric_names as mn
 from arlarena_baselines.arena.alfworld import SUMMARY_FILE, alfworld_section, read_summary
+from arlarena_baselines.arena.blocks import beside_folder, beside_section, keep_beside, read_block
 from arlarena_baselines.arena.equivalence import equivalence_section
 from arlarena_baselines.arena.figure3 import figure3_section, kl_shares_logged, own_band_keys
 from arlarena_baselines.arena.figures import (
@@ -270,11 +274,12 @@ def _findings(configs: list[ConfigResult], views: list[float | None],
 
 def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURES,
                     temperatures: Iterable[float] = (), final_levels: int = 0,
-                    alfworld: Sequence[str] = ()) -> str:
+                    alfworld: Sequence[str] = (), beside: Sequence[str] = ()) -> str:
     """The report's markdown: settings, the tables, the figures. ``temperatures``: those of
     the runs' final evaluations (none: the tables read the last held-out evaluation);
-    ``alfworld``: the ALFWorld section's lines (:func:`~.alfworld.alfworld_section`), after
-    the findings."""
+    ``alfworld``: the ALFWorld section's lines (:func:`~.alfworld.alfworld_section`) and
+    ``beside``: the section across two blocks (:func:`~.blocks.beside_section`), after the
+    findings."""
     views: list[float | None] = list(temperatures) or [None]
     figures = list(figures)
     config = _base_config(configs)
@@ -283,6 +288,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
         lines += _methods(_view(configs, view), view, final_levels, config, k == 0)
     lines += _findings(configs, views, final_levels)
     lines += alfworld
+    lines += beside
     lines += equivalence_section(configs)
     lines += stability_section(configs, _curve_name(config))
     lines += figure3_section(configs, KL_FIGURE if KL_FIGURE in figures else None)
@@ -427,12 +433,15 @@ def alfworld_summary(root: Path, out: Path, given: str | Path | None) -> Path | 
 
 
 def write_report(root: str | Path, out: str | Path | None = None,
-                 alfworld: str | Path | None = None) -> list[Path]:
+                 alfworld: str | Path | None = None,
+                 beside: str | Path | None = None) -> list[Path]:
     """Write ``arena.md``, ``arena.csv`` and the figures for the runs under ``root`` into
     ``out`` (default ``root``); a different ``out`` also gets the runs' small files. With
     ``alfworld`` (the ALFWorld comparison's ``summary.json``), or a copy of it kept in
     ``root`` or ``out`` (:func:`alfworld_summary`), the report has its ALFWorld section and
-    ``out`` keeps the copy. Return the written paths."""
+    ``out`` keeps the copy. With ``beside`` (the report folder of the grid's other block), or
+    its path kept in ``root`` or ``out`` (:func:`~.blocks.beside_folder`), the report has the
+    section across the two blocks and ``out`` keeps the path. Return the written paths."""
     root = Path(root)
     out = Path(out) if out is not None else root
     summary = alfworld_summary(root, out, alfworld)
@@ -446,6 +455,9 @@ def write_report(root: str | Path, out: str | Path | None = None,
     final_levels = max((len(run.at(t).episodes) for run in runs for t in temperatures),
                        default=0)
     configs = summarize(runs)
+    other = beside_folder(root, out, beside)
+    across = (beside_section(read_block(root, configs), read_block(other))
+              if other is not None else [])
     chosen = select_configs(_view(configs, temperatures[0] if temperatures else None))
     curves = {m: c.curve() for m, c in chosen.items()}
     # One panel per configuration that logged the KL shares (the stress grid's aside).
@@ -466,10 +478,12 @@ def write_report(root: str | Path, out: str | Path | None = None,
             figures.append(plot_stress(cells, out / STRESS_FIGURE))
     markdown = out / "arena.md"
     markdown.write_text(report_markdown(configs, [f.name for f in figures], temperatures,
-                                        final_levels, section), encoding="utf-8")
+                                        final_levels, section, across), encoding="utf-8")
     kept = []
     if summary is not None:
         kept = [out / SUMMARY_FILE]
         if summary.resolve() != kept[0].resolve():
             shutil.copyfile(summary, kept[0])
+    if other is not None:
+        kept.append(keep_beside(other, out))
     return [markdown, write_csv(configs, out / "arena.csv", temperatures), *figures, *kept]

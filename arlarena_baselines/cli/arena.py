@@ -11,7 +11,9 @@ sittings goes on from its committed report, e.g. ``docs/arena``). It ends by wri
 report, which ``arlarena arena --report OUT [--out DIR]`` rebuilds (into DIR
 with the runs' small files, e.g. for ``docs/arena``). ``--alfworld SUMMARY`` adds the ALFWorld
 section (the ``summary.json`` of ``make arena-alfworld``'s comparison); the report's folder
-keeps a copy, so its later reports keep the section.
+keeps a copy, so its later reports keep the section. ``--beside DIR`` adds the section across
+the two blocks of a grid made from two starts (DIR: the other block's report folder, e.g.
+``docs/arena-offpolicy``); the report's folder keeps its path.
 
 The base config comes, in increasing precedence, from ``--config``, the arena's defaults
 (``run.tensorboard=false``, ``run.keep_checkpoints=1``), the shortcut flags and ``--set``.
@@ -57,6 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="add the ALFWorld section: the summary.json of make arena-alfworld's "
                    "comparison (e.g. docs/learn-alfworld/arena/summary.json); the report's "
                    "folder keeps a copy, so later reports of that folder keep the section")
+    p.add_argument("--beside", metavar="REPORT_DIR", default=None,
+                   help="add the section across the two blocks of a grid made from two starts: "
+                   "the other block's report folder (e.g. docs/arena-offpolicy); the report's "
+                   "folder keeps its path, so later reports of that folder keep the section")
     train = p.add_argument_group("training")
     train.add_argument("--config", default=None, help="base YAML config (e.g. configs/recipe/"
                        "sokoban-rl.yaml)")
@@ -138,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.report is not None:
-            code, paths = 0, write_report(args.report, args.out, args.alfworld)
+            code, paths = 0, write_report(args.report, args.out, args.alfworld, args.beside)
         else:
             code, paths = _train(args)
     except (KeyError, TypeError, ValueError, FileNotFoundError, ArenaBusyError) as err:
@@ -175,6 +181,7 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     the report's files. A bad setting raises before anything runs."""
     from arlarena_baselines.algos import METHODS
     from arlarena_baselines.arena.alfworld import read_summary
+    from arlarena_baselines.arena.blocks import read_block
     from arlarena_baselines.arena.plan import ArenaPlan, parse_grid, plan_runs
     from arlarena_baselines.arena.report import write_report
     from arlarena_baselines.arena.runner import run_arena
@@ -182,6 +189,8 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
     out = args.out or "runs/arena"
     if args.alfworld is not None:  # a bad file is refused before hours of training
         read_summary(args.alfworld)
+    if args.beside is not None:  # ... and so is a bad block
+        read_block(args.beside)
     base = base_config(args)
     methods = args.methods.split(",") if args.methods else list(METHODS)
     methods = [] if methods == ["none"] else methods
@@ -201,7 +210,8 @@ def _train(args: argparse.Namespace) -> tuple[int, list[Path]]:
                          restore_from=args.restore_from)
     for spec, error in failures:
         print(f"failed: {spec.label()}: {error}", file=sys.stderr)
-    paths = write_report(out, alfworld=args.alfworld) if len(failures) < len(runs) else []
+    paths = (write_report(out, alfworld=args.alfworld, beside=args.beside)
+             if len(failures) < len(runs) else [])
     return (1 if failures else 0), paths
 
 
