@@ -56,7 +56,7 @@ BEST = 5
 
 @dataclass(frozen=True)
 class Block:
-    """One block of a grid: its report folder's name, the start its runs record (weights hash
+    """One block of a grid: its folder's name, the start its runs record (weights hash
     and CPU kernels, ``unrecorded`` where no run keeps them) and its configurations."""
 
     name: str
