@@ -38,8 +38,8 @@ from arlarena_baselines.arena.results import (
     load_runs,
     select_configs,
     summarize,
+    viewed_at,
 )
-from arlarena_baselines.arena.runner import RECORD_FILE
 from arlarena_baselines.arena.stats import Z, mean_se, paired_difference
 from arlarena_baselines.arena.tables import pm, signed, table
 
@@ -99,10 +99,11 @@ class Gains:
         return dict(self.by_episode)
 
 
-def _recorded(folder: Path, key: str) -> str:
-    records = [json.loads(p.read_text()) for p in folder.rglob(RECORD_FILE)]
-    return ", ".join(sorted({str(r[key]) for r in records if r.get(key) is not None})) \
-        or "unrecorded"
+def _recorded(configs: list[ConfigResult], key: str) -> str:
+    """The values the runs' records keep under ``key``, or ``unrecorded``."""
+    values = {str(run.record[key]) for c in configs for run in c.runs
+              if run.record.get(key) is not None}
+    return ", ".join(sorted(values)) or "unrecorded"
 
 
 def read_block(folder: str | Path, configs: list[ConfigResult] | None = None) -> Block:
@@ -114,26 +115,20 @@ def read_block(folder: str | Path, configs: list[ConfigResult] | None = None) ->
     if not any(c.role == "start" for c in configs):
         raise ValueError(f"{folder} holds no start evaluation ({START}) of an arena: a block "
                          "beside another needs its own start to take gains from")
-    return Block(folder.resolve().name, _recorded(folder, "start_weights"),
-                 _recorded(folder, "cpu_kernels"), configs)
-
-
-def _at(config: ConfigResult, temperature: float | None) -> ConfigResult:
-    """``config`` through its final evaluation at ``temperature`` (``None``: as loaded, its
-    last held-out evaluation)."""
-    return config if temperature is None else config.at(temperature)
+    return Block(folder.resolve().name, _recorded(configs, "start_weights"),
+                 _recorded(configs, "cpu_kernels"), configs)
 
 
 def _start(block: Block, temperature: float | None) -> ConfigResult:
-    return _at(next(c for c in block.configs if c.role == "start"), temperature)
+    return next(c for c in viewed_at(block.configs, temperature) if c.role == "start")
 
 
 def _gains(block: Block, temperature: float | None,
            shared: Collection[str] = ()) -> dict[str, Gains]:
     """Per method of ``block`` (its selected configuration), its gains over the block's start at
     ``temperature``; the methods in ``shared`` are named with the block after them."""
-    start = _start(block, temperature).outcomes()
-    view = [_at(c, temperature) for c in block.configs if c.role not in ("start", "stress")]
+    view = viewed_at(block.configs, temperature)
+    start = next(c for c in view if c.role == "start").outcomes()
     gains = {}
     for method, config in select_configs(view).items():
         outcomes = config.outcomes()
@@ -177,8 +172,9 @@ def beside_section(here: Block, there: Block) -> list[str]:
         held_out = "last" if t is None else f"{t:g}"
         ours, theirs = _gains(here, t), _gains(there, t, shared)
         for block, gains in ((here, ours), (there, theirs)):
-            rows.append([held_out, START, block.name, str(len(_start(block, t).runs)),
-                         pm(_start(block, t).success), "–", "–"])
+            start = _start(block, t)
+            rows.append([held_out, START, block.name, str(len(start.runs)), pm(start.success),
+                         "–", "–"])
             rows += [[held_out, method, block.name, str(len(g.per_seed())), pm(g.held_out),
                       signed(g.success),
                       ", ".join(f"{s}: {v:+.3f}" for s, v in g.per_seed().items())]

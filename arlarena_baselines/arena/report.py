@@ -58,6 +58,7 @@ from arlarena_baselines.arena.results import (
     load_runs,
     select_configs,
     summarize,
+    viewed_at,
 )
 from arlarena_baselines.arena.runner import (
     FINAL_FILE,
@@ -197,13 +198,6 @@ def _section(title: str, intro: str, groups: list[tuple[ConfigResult | None, lis
             *table(["method", "setting", "seeds", *_ROW_HEADER, *extra], rows)]
 
 
-def _view(configs: list[ConfigResult], temperature: float | None) -> list[ConfigResult]:
-    """``configs`` through their final evaluation at ``temperature`` (``None``: as loaded)."""
-    if temperature is None:
-        return configs
-    return [c if c.role == "stress" else c.at(temperature) for c in configs]
-
-
 def _curve_name(c: TrainConfig | None) -> str:
     """The held-out curve's evaluations, from the runs' config (:func:`_base_config`)."""
     from arlarena_baselines.trainer.sampling import eval_sampling
@@ -253,7 +247,7 @@ def _findings(configs: list[ConfigResult], views: list[float | None],
     cells = stress_cells(configs)
     rows = []
     for k, view in enumerate(views):
-        seen = _view(configs, view)
+        seen = viewed_at(configs, view)
         for i, finding in enumerate(judge(seen, select_configs(seen), cells), 1):
             stress = bool(cells) and i <= 2
             if stress and k > 0:
@@ -285,7 +279,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
     config = _base_config(configs)
     lines = ["# Arena", "", *_settings_line(config, list(temperatures), final_levels)]
     for k, view in enumerate(views):
-        lines += _methods(_view(configs, view), view, final_levels, config, k == 0)
+        lines += _methods(viewed_at(configs, view), view, final_levels, config, k == 0)
     lines += _findings(configs, views, final_levels)
     lines += alfworld
     lines += beside
@@ -293,7 +287,7 @@ def report_markdown(configs: list[ConfigResult], figures: Iterable[str] = FIGURE
     lines += stability_section(configs, _curve_name(config))
     lines += figure3_section(configs, KL_FIGURE if KL_FIGURE in figures else None)
     lines += stress_section(configs, STRESS_FIGURE if STRESS_FIGURE in figures else None)
-    first = _view(configs, views[0])
+    first = viewed_at(configs, views[0])
     lines += _section(
         "Stabilisers (CISPO, SAPO)",
         f"Held-out: {_view_name(views[0], final_levels)}. Each against the method's base run "
@@ -362,7 +356,7 @@ def write_csv(configs: list[ConfigResult], path: Path, temperatures: Iterable[fl
         writer = csv.DictWriter(handle, CSV_FIELDS)
         writer.writeheader()
         for view in list(temperatures) or [None]:
-            seen = _view(configs, view)
+            seen = viewed_at(configs, view)
             chosen = select_configs(seen)
             reference = chosen.get(REFERENCE)
             start = next((c for c in seen if c.role == "start"), None)
@@ -458,7 +452,7 @@ def write_report(root: str | Path, out: str | Path | None = None,
     other = beside_folder(root, out, beside)
     across = (beside_section(read_block(root, configs), read_block(other))
               if other is not None else [])
-    chosen = select_configs(_view(configs, temperatures[0] if temperatures else None))
+    chosen = select_configs(viewed_at(configs, temperatures[0] if temperatures else None))
     curves = {m: c.curve() for m, c in chosen.items()}
     # One panel per configuration that logged the KL shares (the stress grid's aside).
     shares = {f"{c.method} {c.setting}": c.curve() for c in configs

@@ -4,8 +4,9 @@ grid read.
 Holds :class:`RunResult` (one run folder: its ``arena.json``, its ``metrics.jsonl``, its held-out
 episodes; the logs plain, or gzip-compressed in a committed copy), :class:`ConfigResult` (one
 method × setting over its seeds), :func:`load_runs`, :func:`final_temperatures`,
-:func:`summarize` and :func:`select_configs` (per method, the best stable configuration of its
-base and grid settings).
+:func:`summarize`, :func:`select_configs` (per method, the best stable configuration of its
+base and grid settings) and :func:`viewed_at` (configurations through their final evaluation at
+one temperature).
 
 Where the arena made final evaluations, a run's held-out outcomes are those of its final
 evaluation at one temperature (:meth:`RunResult.at`; a run that lacks it has none there);
@@ -46,7 +47,7 @@ from arlarena_baselines.evaluation.results import read_records
 from arlarena_baselines.trainer.tracking import EVAL_EPISODES_FILE, METRICS_FILE
 
 __all__ = ["ConfigResult", "RunResult", "final_temperatures", "load_runs", "select_configs",
-           "summarize"]
+           "summarize", "viewed_at"]
 
 _ORDER = {START: -1, **{name: i for i, name in enumerate(METHODS)}}
 _ROLE_ORDER = {role: i for i, role in enumerate(ROLES)}
@@ -262,3 +263,11 @@ def select_configs(configs: list[ConfigResult]) -> dict[str, ConfigResult]:
         base = next((c for c in own if c.role == "base"), own[0])
         chosen[method] = best or base
     return chosen
+
+
+def viewed_at(configs: list[ConfigResult], temperature: float | None) -> list[ConfigResult]:
+    """``configs`` through their final evaluation at ``temperature`` (``None``: as loaded, their
+    last held-out evaluation); the stress grid's, which has none, as loaded."""
+    if temperature is None:
+        return configs
+    return [c if c.role == "stress" else c.at(temperature) for c in configs]
