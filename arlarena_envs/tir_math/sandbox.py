@@ -130,6 +130,8 @@ _INSIDE = "/opt/arlarena"
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 _PRELUDE = (Path(__file__).with_name("_prelude.py")).read_text(encoding="utf-8")
+_START_TIMEOUT_S = 60.0
+"""How long an interpreter may take to be ready for the code, before the wall time counts."""
 PRELOAD = ("numpy", "sympy")
 """What a warm server imports before it forks runs (the TIR tool's usual imports)."""
 
@@ -380,7 +382,8 @@ class ExecResult:
         answer: the last value passed to ``final_answer``, or ``None``.
         (These and ``message`` follow the one text rule: see :meth:`__post_init__`.)
         exit_code: the exit status (``128 + n`` for signal ``n``), ``None`` if killed by the host.
-        wall_time_s: seconds from start to end, sandbox set-up included.
+        wall_time_s: seconds from start to end, sandbox set-up included (the wall-time limit
+            counts from when the interpreter is ready for the code).
         truncated: whether output was cut.
         message: a one-line explanation for statuses other than ``ok`` and ``error``.
     """
@@ -877,12 +880,15 @@ class Sandbox:
         out_of_memory: Callable[[], bool],
     ) -> ExecResult:
         """Feed the code once the interpreter is ready and collect the output until the run
-        ends or overruns. ``watch`` maps more fds to read to their handlers (which say whether
-        to keep watching); ``wait(timeout)`` gives the exit status (``None``: still running,
-        or, before the deadline, its warm server died: a kill); ``kill`` ends the run;
-        ``out_of_memory`` says whether the kernel killed a process of it for memory."""
+        ends or overruns. The wall-time limit counts from the moment the interpreter is ready
+        for the code (a slow start, or a wait for a warm server, is not the program's time);
+        until then :data:`_START_TIMEOUT_S` bounds the start. ``watch`` maps more fds to read
+        to their handlers (which say whether to keep watching); ``wait(timeout)`` gives the exit
+        status (``None``: still running, or, before the deadline, its warm server died: a
+        kill); ``kill`` ends the run; ``out_of_memory`` says whether the kernel killed a process
+        of it for memory."""
         limits = self.limits
-        deadline = start + limits.wall_time_s
+        deadline = start + _START_TIMEOUT_S
         out: dict[int, bytearray] = {fds.stdout: bytearray(), fds.stderr: bytearray()}
         channel = bytearray()
         selector = selectors.DefaultSelector()
@@ -925,6 +931,7 @@ class Sandbox:
                             break
                         if not ready and channel.startswith(b"ready\n"):
                             ready = True
+                            deadline = time.monotonic() + limits.wall_time_s
                             selector.register(fds.stdin, selectors.EVENT_WRITE)
                         continue
                     out[fd] += chunk
@@ -982,6 +989,8 @@ class Sandbox:
             truncated = True
         stdout = stdout_b.decode("utf-8", errors="replace")
         stderr = stderr_b.decode("utf-8", errors="replace")
+        if stopped is ExecStatus.TIMEOUT and not started:
+            raise SandboxError(f"the sandbox did not start Python within {_START_TIMEOUT_S:g} s")
         if stopped is None and not started:
             hint = ""
             if "bwrap:" in stderr:
