@@ -37,7 +37,8 @@ from arlarena_envs.tir_math._cgroup import CgroupLimits, RunCgroup
 __all__ = ["MAX_IDLE", "Zygote", "ZygoteError", "ZygotePool", "pool"]
 
 _START_TIMEOUT_S = 60.0
-"""How long a server may take to import its preload (seconds; a loaded machine is slow)."""
+"""How long a server may take to import its preload, and a run's interpreter to be ready for
+its code before its wall time counts (seconds; a loaded machine is slow)."""
 _KILL_TIMEOUT_S = 5.0
 """How long a server may take to end a run it was told to kill."""
 MAX_IDLE = max(4, os.cpu_count() or 1)

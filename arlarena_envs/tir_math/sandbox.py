@@ -101,7 +101,7 @@ from arlarena_envs.text_rule import MAX_OBS_CHARS, clean_text, truncate_middle
 from arlarena_envs.tir_math._cgroup import CgroupLimits, RunCgroup, find_cgroups
 from arlarena_envs.tir_math._packages import SANDBOX_PACKAGES, allowed_entries, python_trees
 from arlarena_envs.tir_math._uids import UserNamespace, draw_uid, user_namespace
-from arlarena_envs.tir_math._warm import Zygote, ZygoteError, ZygotePool, pool
+from arlarena_envs.tir_math._warm import _START_TIMEOUT_S, Zygote, ZygoteError, ZygotePool, pool
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -130,8 +130,6 @@ _INSIDE = "/opt/arlarena"
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 _PRELUDE = (Path(__file__).with_name("_prelude.py")).read_text(encoding="utf-8")
-_START_TIMEOUT_S = 60.0
-"""How long an interpreter may take to be ready for the code, before the wall time counts."""
 PRELOAD = ("numpy", "sympy")
 """What a warm server imports before it forks runs (the TIR tool's usual imports)."""
 
